@@ -1,0 +1,3 @@
+from feeds.cli import main
+
+main()

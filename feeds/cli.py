@@ -1,0 +1,151 @@
+"""The `feeds` command: parse options, call the library, turn errors into exit statuses."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from feeds import __version__
+from feeds.config import Config, load
+from feeds.errors import ConfigError, FeedsError
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
+DEFAULT_SUBSCRIPTIONS = Path("config/subscriptions.yaml")
+DEFAULT_SETTINGS = Path("config/settings.yaml")
+
+
+def _common(f: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("--subscriptions", type=click.Path(path_type=Path),
+                     default=DEFAULT_SUBSCRIPTIONS, show_default=True, help="Topics file."),
+        click.option("--settings", type=click.Path(path_type=Path), default=None,
+                     help=f"Settings file [default: {DEFAULT_SETTINGS} if it exists]."),
+        click.option("--inbox", type=click.Path(path_type=Path), multiple=True,
+                     help="Folder of digests (repeatable); replaces the settings' inbox."),
+        click.option("--public", type=click.Path(path_type=Path), help="Output folder."),
+        click.option("--state", type=click.Path(path_type=Path), help="State database file."),
+        click.option("--offline", is_flag=True, help="No network: links are not checked."),
+        click.option("--quiet", "-q", is_flag=True, help="Print only problems."),
+        click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _config(
+    subscriptions: Path,
+    settings: Path | None,
+    inbox: tuple[Path, ...],
+    public: Path | None,
+    state: Path | None,
+) -> Config:
+    if settings is None and DEFAULT_SETTINGS.exists():
+        settings = DEFAULT_SETTINGS
+    config = load(subscriptions, settings)
+    values: dict[str, Any] = {}
+    if inbox:
+        values["inbox"] = tuple(inbox)
+    if public:
+        values["public_dir"] = public
+    if state:
+        values["state"] = state
+    s = replace(config.settings, **values)
+    if s.state.resolve().is_relative_to(s.public_dir.resolve()):
+        raise ConfigError(f"the state ({s.state}) must not be inside public/ ({s.public_dir})")
+    return replace(config, settings=s)
+
+
+def _fail(e: FeedsError) -> None:
+    click.echo(f"error: {e}", err=True)
+    sys.exit(EXIT_USAGE if isinstance(e, ConfigError) else EXIT_FAILURE)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="paperfeeds")
+def cli() -> None:
+    """paperfeeds: paper digests in, per-topic RSS, Atom and JSON feeds out."""
+
+
+@cli.command()
+@_common
+def run(
+    subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: Path | None,
+    state: Path | None, offline: bool, quiet: bool, as_json: bool,
+) -> None:  # fmt: skip
+    """Run one cycle: ingest new digests, match, publish into public/."""
+    from feeds.pipeline import run as run_cycle
+
+    try:
+        config = _config(subscriptions, settings, inbox, public, state)
+        show = sys.stderr.isatty() and not quiet and not as_json
+        summary = run_cycle(config, progress=_progress if show else None)
+    except FeedsError as e:
+        _fail(e)
+        return
+    if show:
+        click.echo("\r\033[K", nl=False, err=True)
+    if as_json:
+        click.echo(json.dumps(summary.as_json(), ensure_ascii=False, indent=2))
+    else:
+        _print_summary(summary, config, quiet)
+    sys.exit(summary.exit_code)
+
+
+def _progress(message: str) -> None:
+    click.echo(f"\r\033[K{message[:100]}", nl=False, err=True)
+
+
+def _print_summary(summary: Any, config: Config, quiet: bool) -> None:
+    for r in summary.rejected:
+        click.echo(f"rejected: {r}", err=True)
+    for p in summary.problems:
+        click.echo(f"skipped record: {p}", err=True)
+    if quiet:
+        return
+    s = summary
+    click.echo(
+        f"digests: {s.digests} new, {s.known} already ingested, {len(s.rejected)} rejected"
+    )
+    click.echo(
+        f"papers: {s.papers_new} new, {s.papers_updated} updated, {s.papers_total} in total"
+    )
+    gained = [f"{tid} +{n}" for tid, n in s.new_matches.items() if n]
+    click.echo("new matches: " + (", ".join(gained) if gained else "none"))
+    click.echo(f"links: {s.links_found} new (unchecked)")
+    f = s.files
+    click.echo(
+        f"published: {f.written} files written, {f.unchanged} unchanged, {f.removed} removed"
+        f" in {config.settings.public_dir}/"
+    )
+
+
+@cli.command()
+@_common
+def status(
+    subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: Path | None,
+    state: Path | None, offline: bool, quiet: bool, as_json: bool,
+) -> None:  # fmt: skip
+    """Show digests ingested and rejected, papers, topics, link health and the last run."""
+    from feeds.status import gather, render_text
+
+    try:
+        config = _config(subscriptions, settings, inbox, public, state)
+        report = gather(config)
+    except FeedsError as e:
+        _fail(e)
+        return
+    if as_json:
+        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        click.echo(render_text(report))
+
+
+def main() -> None:
+    cli()

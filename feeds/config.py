@@ -1,0 +1,310 @@
+"""Read and validate `subscriptions.yaml` and `settings.yaml` into frozen objects.
+
+Every mistake is reported as ConfigError with file:line and, where obvious, a suggestion.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import yaml
+
+from feeds.errors import ConfigError
+from feeds.match import DEFAULT_FIELDS, FIELDS, Criteria, compile_term
+from feeds.yamlload import compose, line_of, scalar
+
+TOPIC_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+RESERVED_IDS = {"all"}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Topic:
+    id: str
+    title: str
+    criteria: Criteria
+    description: str | None = None
+    max_items: int | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class LinkSettings:
+    check: bool = True
+    allow_hosts: tuple[str, ...] = ()
+    timeout: float = 10.0
+    concurrency: int = 8
+
+
+@dataclass(frozen=True)
+class Settings:
+    site_title: str = "paperfeeds"
+    base_url: str = "http://localhost:8000/"
+    inbox: tuple[Path, ...] = (Path("seeds"),)
+    sources: tuple[str, ...] = ()
+    public_dir: Path = Path("public")
+    state: Path = Path(".paperfeeds/state.sqlite3")
+    schedule_every: float | None = 900.0
+    schedule_cron: str | None = None
+    settle: float = 5.0
+    max_items: int = 100
+    links: LinkSettings = field(default_factory=LinkSettings)
+
+
+@dataclass(frozen=True)
+class Config:
+    settings: Settings
+    topics: tuple[Topic, ...]
+    subscriptions_path: Path
+
+
+def parse_duration(text: str) -> float:
+    """Return seconds for `30s`, `15m`, `2h`, `1d`; raise ValueError otherwise."""
+    m = _DURATION.match(str(text))
+    if not m:
+        raise ValueError(f"{text!r} is not a duration like 30s, 15m, 2h or 1d")
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+class _Reader:
+    """Typed access to YAML nodes, raising ConfigError at the node's line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, node: yaml.Node, message: str) -> ConfigError:
+        return ConfigError(message, file=str(self.path), line=line_of(node))
+
+    def mapping(
+        self, node: yaml.Node, allowed: tuple[str, ...], what: str
+    ) -> dict[str, yaml.Node]:
+        if not isinstance(node, yaml.MappingNode):
+            raise self.fail(node, f"{what} must be a mapping (key: value lines)")
+        out: dict[str, yaml.Node] = {}
+        for key, value in node.value:
+            name = str(key.value)
+            if name not in allowed:
+                hint = difflib.get_close_matches(name, allowed, n=1)
+                suggestion = f" — did you mean {hint[0]!r}?" if hint else ""
+                known = ", ".join(allowed)
+                raise self.fail(key, f"unknown key {name!r} in {what}{suggestion} (known: {known})")
+            out[name] = value
+        return out
+
+    def value(self, node: yaml.Node, types: tuple[type, ...], what: str) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.fail(node, f"{what} must be a single value")
+        v = scalar(node)
+        if bool in types and isinstance(v, str):
+            raise self.fail(node, f"{what} must be true or false, not {v!r}")
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            names = " or ".join(t.__name__.replace("str", "text") for t in types)
+            raise self.fail(node, f"{what} must be {names}, not {v!r}")
+        return v
+
+    def text(self, node: yaml.Node, what: str) -> str:
+        v = self.value(node, (str, int, float), what)
+        text = str(v).strip()
+        if not text:
+            raise self.fail(node, f"{what} must not be empty")
+        return text
+
+    def texts(self, node: yaml.Node, what: str) -> tuple[str, ...]:
+        if isinstance(node, yaml.ScalarNode):  # a lone term is a list of one
+            return (self.text(node, what),)
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.fail(node, f"{what} must be a list")
+        return tuple(self.text(item, what) for item in node.value)
+
+    def each(self, node: yaml.Node, what: str, fn: Callable[[yaml.Node], T]) -> tuple[T, ...]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.fail(node, f"{what} must be a list")
+        return tuple(fn(item) for item in node.value)
+
+
+def _read(path: Path) -> yaml.Node | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as e:
+        raise ConfigError("file not found", file=str(path)) from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read: {e}", file=str(path)) from e
+    return compose(text, path)
+
+
+_TOPIC_KEYS = ("id", "title", "description", "any", "all", "none", "fields", "authors")
+_TOPIC_KEYS += ("institutions", "venues", "max_items")
+
+
+def load_subscriptions(path: Path) -> tuple[Topic, ...]:
+    """Return the topics of a subscriptions file, or raise ConfigError."""
+    r = _Reader(path)
+    root = _read(path)
+    if root is None:
+        raise ConfigError("the file is empty; it needs a 'topics:' list", file=str(path))
+    top = r.mapping(root, ("topics",), "the subscriptions file")
+    if "topics" not in top:
+        raise r.fail(root, "missing 'topics:' list")
+    seen: dict[str, int] = {}
+    topics = r.each(top["topics"], "topics", lambda node: _topic(r, node))
+    for topic in topics:
+        if topic.id in seen:
+            raise ConfigError(
+                f"duplicate topic id {topic.id!r} (first at line {seen[topic.id]})",
+                file=str(path),
+                line=topic.line,
+            )
+        seen[topic.id] = topic.line
+    return topics
+
+
+def _terms(r: _Reader, node: yaml.Node, what: str) -> tuple[str, ...]:
+    terms = r.texts(node, what)
+    for term in terms:
+        try:
+            compile_term(term)
+        except re.error as e:
+            raise r.fail(node, f"bad term {term!r} in {what}: {e}") from e
+    return terms
+
+
+def _topic(r: _Reader, node: yaml.Node) -> Topic:
+    m = r.mapping(node, _TOPIC_KEYS, "a topic")
+    for required in ("id", "title"):
+        if required not in m:
+            raise r.fail(node, f"a topic needs {required!r}")
+    topic_id = r.text(m["id"], "id")
+    if topic_id in RESERVED_IDS:
+        raise r.fail(m["id"], f"topic id {topic_id!r} is reserved (it names the feed of all papers)")
+    if not TOPIC_ID.match(topic_id):
+        raise r.fail(
+            m["id"],
+            f"topic id {topic_id!r} must be lowercase letters, digits and hyphens "
+            "(it becomes a file name), e.g. 'speculative-decoding'",
+        )
+    fields = DEFAULT_FIELDS
+    if "fields" in m:
+        fields = r.texts(m["fields"], "fields")
+        for name in fields:
+            if name not in FIELDS:
+                hint = difflib.get_close_matches(name, FIELDS, n=1)
+                suggestion = f" — did you mean {hint[0]!r}?" if hint else ""
+                raise r.fail(
+                    m["fields"], f"unknown field {name!r}{suggestion} (known: {', '.join(FIELDS)})"
+                )
+    all_groups: tuple[tuple[str, ...], ...] = ()
+    if "all" in m:
+        all_groups = r.each(m["all"], "all", lambda item: _terms(r, item, "all"))
+    criteria = Criteria(
+        any=_terms(r, m["any"], "any") if "any" in m else (),
+        all=all_groups,
+        none=_terms(r, m["none"], "none") if "none" in m else (),
+        fields=fields,
+        authors=r.texts(m["authors"], "authors") if "authors" in m else (),
+        institutions=_terms(r, m["institutions"], "institutions") if "institutions" in m else (),
+        venues=r.texts(m["venues"], "venues") if "venues" in m else (),
+    )
+    if not criteria.positive:
+        raise r.fail(
+            node,
+            f"topic {topic_id!r} has no positive criterion; give at least one of "
+            "any, all, authors, institutions, venues ('none' alone would match everything)",
+        )
+    max_items = None
+    if "max_items" in m:
+        max_items = r.value(m["max_items"], (int,), "max_items")
+        if max_items < 1:
+            raise r.fail(m["max_items"], "max_items must be at least 1")
+    return Topic(
+        id=topic_id,
+        title=r.text(m["title"], "title"),
+        criteria=criteria,
+        description=r.text(m["description"], "description") if "description" in m else None,
+        max_items=max_items,
+        line=line_of(node),
+    )
+
+
+_SETTINGS_KEYS = ("site", "inbox", "sources", "public_dir", "state", "schedule", "settle")
+_SETTINGS_KEYS += ("feed", "links")
+
+
+def load_settings(path: Path | None) -> Settings:
+    """Return the settings from a file, defaults for what it leaves out (or if path is None)."""
+    if path is None:
+        return Settings()
+    r = _Reader(path)
+    root = _read(path)
+    if root is None:
+        return Settings()
+    m = r.mapping(root, _SETTINGS_KEYS, "the settings file")
+    s = Settings()
+    values: dict[str, Any] = {}
+    if "site" in m:
+        site = r.mapping(m["site"], ("title", "base_url"), "site")
+        if "title" in site:
+            values["site_title"] = r.text(site["title"], "site.title")
+        if "base_url" in site:
+            url = r.text(site["base_url"], "site.base_url")
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise r.fail(site["base_url"], f"site.base_url must be an absolute http(s) URL, not {url!r}")
+            values["base_url"] = url if url.endswith("/") else url + "/"
+    if "inbox" in m:
+        values["inbox"] = tuple(Path(p) for p in r.texts(m["inbox"], "inbox"))
+    if "sources" in m:
+        values["sources"] = r.texts(m["sources"], "sources")
+    for key in ("public_dir", "state"):
+        if key in m:
+            values[key] = Path(r.text(m[key], key))
+    if "schedule" in m:
+        sched = r.mapping(m["schedule"], ("every", "cron"), "schedule")
+        if len(sched) != 1:
+            raise r.fail(m["schedule"], "schedule takes one of 'every' or 'cron'")
+        if "every" in sched:
+            values["schedule_every"] = _duration(r, sched["every"], "schedule.every")
+        else:
+            values["schedule_every"] = None
+            values["schedule_cron"] = r.text(sched["cron"], "schedule.cron")
+    if "settle" in m:
+        values["settle"] = _duration(r, m["settle"], "settle")
+    if "feed" in m:
+        feed = r.mapping(m["feed"], ("max_items",), "feed")
+        if "max_items" in feed:
+            values["max_items"] = r.value(feed["max_items"], (int,), "feed.max_items")
+            if values["max_items"] < 1:
+                raise r.fail(feed["max_items"], "feed.max_items must be at least 1")
+    if "links" in m:
+        links = r.mapping(m["links"], ("check", "allow_hosts", "timeout", "concurrency"), "links")
+        lv: dict[str, Any] = {}
+        if "check" in links:
+            lv["check"] = r.value(links["check"], (bool,), "links.check")
+        if "allow_hosts" in links:
+            lv["allow_hosts"] = r.texts(links["allow_hosts"], "links.allow_hosts")
+        if "timeout" in links:
+            lv["timeout"] = _duration(r, links["timeout"], "links.timeout")
+        if "concurrency" in links:
+            lv["concurrency"] = r.value(links["concurrency"], (int,), "links.concurrency")
+        values["links"] = LinkSettings(**lv)
+    return replace(s, **values)
+
+
+def _duration(r: _Reader, node: yaml.Node, what: str) -> float:
+    try:
+        return parse_duration(r.text(node, what))
+    except ValueError as e:
+        raise r.fail(node, f"{what}: {e}") from e
+
+
+def load(subscriptions: Path, settings: Path | None) -> Config:
+    """Return the whole validated configuration."""
+    s = load_settings(settings)
+    return Config(settings=s, topics=load_subscriptions(subscriptions), subscriptions_path=subscriptions)

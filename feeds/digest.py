@@ -1,0 +1,213 @@
+"""Parse a digest file's content into papers and diagnostics. Pure: bytes in, data out."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from feeds.errors import DigestRejected
+from feeds.model import Diagnostic, Institution, Paper, ParsedDigest
+from feeds.text import clean_xml, has_cjk, paper_id
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")  # str.splitlines also splits on \f, \x1c, \u2028...
+_LATIN = re.compile(r"[A-Za-z]")
+_AUTHOR_SPLIT = re.compile(r"\s*(?:[,，;；、]|\s+and\s+)\s*")
+_INSTITUTION_DEBRIS = re.compile(r"\s*纠错\s*$")
+_TITLE_PUNCT = re.compile(r"[:?!]|\s[-–—]\s")
+_NAME_PARTICLES = {"de", "van", "von", "der", "da", "del", "di", "le", "la", "bin", "al"}
+_PAREN_ZH = re.compile(r"^(?P<name>.*?)\s*（(?P<zh>[^（）]*)）?$")
+
+# Field prefixes, in the order a record usually has them. The value is what follows.
+_PREFIXED: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # The star (or a colon) is required: a Chinese title may begin with 机构 too.
+    ("institutions", re.compile(r"^机构\s*[*＊:：]\s*(?P<value>.*)$")),
+    ("summary", re.compile(r"^AI\s*总结\s*[:：]?\s*(?P<value>.*)$")),
+    ("comments", re.compile(r"^Comments(?:\s*[:：]\s*|\s+|$)(?P<value>.*)$")),
+    ("journal_ref", re.compile(r"^Journal[ -]ref(?:\s*[:：]\s*|\s+|$)(?P<value>.*)$", re.I)),
+)
+_ORDER = {"title": 0, "title_zh": 1, "authors": 2, "institutions": 3, "summary": 4}
+_ORDER |= {"comments": 5, "journal_ref": 6}
+_LABEL = {"institutions": "机构", "summary": "AI总结", "comments": "Comments"}
+_LABEL["journal_ref"] = "Journal ref"
+MAX_TITLE = 500
+
+
+@dataclass
+class _Record:
+    line: int
+    fields: dict[str, str] = field(default_factory=dict)
+    stage: int = 0
+
+
+def decode(content: bytes, source: str) -> str:
+    """Return the text of a digest, or raise DigestRejected saying why it is not one."""
+    if not content.strip():
+        raise DigestRejected("empty file", file=source)
+    if b"\x00" in content[:65536]:
+        raise DigestRejected("binary data (NUL bytes), not a text digest", file=source)
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DigestRejected(
+            f"not UTF-8 text (byte 0x{content[e.start]:02x} at offset {e.start})", file=source
+        ) from e
+    head = text.lstrip()[:1024].lower()
+    if head.startswith(("<!doctype", "<html", "<?xml")) or "<html" in head:
+        raise DigestRejected("an HTML or XML page, not a digest (an error page?)", file=source)
+    return text
+
+
+def parse(content: bytes, source: str) -> ParsedDigest:
+    """Return the venue, papers and problems of one digest file's content.
+
+    Records that cannot be read are reported as diagnostics and skipped; a file that has no
+    readable record at all is rejected with DigestRejected.
+    """
+    lines = [clean_xml(line).strip() for line in _NEWLINE.split(decode(content, source))]
+    diagnostics: list[Diagnostic] = []
+    numbered = [(n, line) for n, line in enumerate(lines, start=1) if line]
+    venue: str | None = None
+    if numbered and _looks_like_venue(numbered[0][1]):
+        venue = numbered[0][1]
+        numbered = numbered[1:]
+    elif numbered:
+        diagnostics.append(Diagnostic(source, numbered[0][0], "no venue line at the top"))
+
+    records: list[_Record] = []
+    current: _Record | None = None
+    last_line = 0
+    last_field: str | None = None  # a prefixed field that a following line may continue
+    for index, (n, line) in enumerate(numbered):
+        adjacent = n == last_line + 1
+        last_line = n
+        name, value = _classify(line)
+        following = numbered[index + 1][1] if index + 1 < len(numbered) else ""
+        if name in ("comments", "journal_ref") and _is_bare_zh(following):
+            # "Comments on X" followed by a Chinese title is a paper's English title.
+            name, value = None, line
+        if name is None and adjacent and last_field and current is not None:
+            # No blank line in between: the line wraps the field above it.
+            sep = "" if has_cjk(current.fields[last_field][-1:] + line[:1]) else " "
+            current.fields[last_field] += sep + line
+            continue
+        if name is None:
+            stage = -1 if current is None else current.stage
+            if stage == _ORDER["title"] and has_cjk(line):
+                name = "title_zh"
+            elif stage in (_ORDER["title"], _ORDER["title_zh"]) and looks_like_authors(line):
+                name = "authors"
+            else:
+                # Anything else after a title is the next paper: the record before it
+                # was cut short, and _problem() will say so.
+                current = _Record(line=n)
+                records.append(current)
+                name = "title"
+            last_field = None
+        else:
+            last_field = name
+            if current is None:
+                diagnostics.append(
+                    Diagnostic(source, n, f"'{_LABEL[name]}' line before any paper title; skipped")
+                )
+                last_field = None
+                continue
+        assert current is not None
+        if name in current.fields:
+            current.fields[name] += " " + value
+        else:
+            current.fields[name] = value
+        current.stage = max(current.stage, _ORDER[name])
+
+    papers: list[tuple[int, Paper]] = []
+    for record in records:
+        problem = _problem(record)
+        if problem:
+            diagnostics.append(Diagnostic(source, record.line, problem + "; record skipped"))
+            continue
+        papers.append((record.line, _paper(record, venue)))
+    if not papers:
+        reason = "no paper records found"
+        if diagnostics:
+            reason += f" ({len(diagnostics)} problems; first: line {diagnostics[0].line}: "
+            reason += f"{diagnostics[0].message})"
+        raise DigestRejected(reason, file=source)
+    return ParsedDigest(venue=venue, papers=tuple(papers), diagnostics=tuple(diagnostics))
+
+
+def _is_bare_zh(line: str) -> bool:
+    return bool(line) and has_cjk(line) and _classify(line)[0] is None
+
+
+def looks_like_authors(line: str) -> bool:
+    """Return True for a line of person names (`A B, C D`), False for a title-like line."""
+    if _TITLE_PUNCT.search(line) or len(line) > 2000:
+        return False
+    names = [x for x in _AUTHOR_SPLIT.split(line) if x.strip()]
+    if not names or any(len(x.split()) > 6 for x in names):
+        return False
+    if len(names) > 1:
+        return True
+    # One name: every word capitalized (or a particle such as "van"), like "Seunghan Lee".
+    words = names[0].split()
+    return len(words) <= 5 and all(
+        w[:1].isupper() or w in _NAME_PARTICLES or has_cjk(w) for w in words
+    )
+
+
+def _looks_like_venue(line: str) -> bool:
+    return len(line) <= 60 and not has_cjk(line) and _classify(line)[0] is None
+
+
+def _classify(line: str) -> tuple[str | None, str]:
+    for name, pattern in _PREFIXED:
+        m = pattern.match(line)
+        if m:
+            return name, m.group("value").strip()
+    return None, line
+
+
+def _problem(record: _Record) -> str | None:
+    title = record.fields["title"]
+    if not _LATIN.search(title):
+        return "expected an English title, found " + repr(title[:40])
+    if len(title) > MAX_TITLE:
+        return f"title line is {len(title)} characters long"
+    if "authors" not in record.fields and "summary" not in record.fields:
+        return f"paper {title[:60]!r} has neither authors nor summary (truncated?)"
+    return None
+
+
+def _paper(record: _Record, venue: str | None) -> Paper:
+    f = record.fields
+    title = " ".join(f["title"].split())
+    return Paper(
+        paper_id=paper_id(title),
+        title=title,
+        title_zh=f.get("title_zh") or None,
+        authors=split_authors(f.get("authors", "")),
+        institutions=split_institutions(f.get("institutions", "")),
+        summary=f.get("summary") or None,
+        comments=f.get("comments") or None,
+        journal_ref=f.get("journal_ref") or None,
+        venue=venue,
+    )
+
+
+def split_authors(text: str) -> tuple[str, ...]:
+    return tuple(" ".join(a.split()) for a in _AUTHOR_SPLIT.split(text) if a.strip())
+
+
+def split_institutions(text: str) -> tuple[Institution, ...]:
+    """Return the institutions of a `机构` line: `A（甲） ； B（乙） 纠错`."""
+    text = _INSTITUTION_DEBRIS.sub("", text)
+    result: list[Institution] = []
+    for entry in text.split("；"):
+        entry = entry.strip()
+        if not entry:
+            continue
+        m = _PAREN_ZH.match(entry)
+        if m and "（" in entry and m.group("name"):
+            result.append(Institution(m.group("name"), m.group("zh").strip() or None))
+        else:
+            result.append(Institution(entry))
+    return tuple(result)

@@ -1,0 +1,35 @@
+"""The one exception family of paperfeeds.
+
+Library code raises these; the CLI maps them to messages and exit statuses.
+Third-party errors are wrapped once, at the boundary, with the cause chained.
+"""
+
+from __future__ import annotations
+
+
+class FeedsError(Exception):
+    """Base of every error paperfeeds raises on purpose."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+
+    def __str__(self) -> str:
+        where = self.file or ""
+        if where and self.line is not None:
+            where = f"{where}:{self.line}"
+        return f"{where}: {self.message}" if where else self.message
+
+
+class ConfigError(FeedsError):
+    """The subscriptions or settings cannot be used; nothing was written."""
+
+
+class DigestRejected(FeedsError):
+    """A whole digest file is unusable (not text, an HTML page, no records)."""
+
+
+class StateError(FeedsError):
+    """The state database cannot be opened, is locked, or is from a newer version."""

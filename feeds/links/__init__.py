@@ -1,0 +1,1 @@
+"""Links found in papers: extracted from the digest text, then checked."""

@@ -1,0 +1,106 @@
+"""The data that travels between the stops of the pipeline: frozen and typed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+LinkKind = Literal["code", "project", "paper", "video", "venue", "other"]
+LinkStatus = Literal["ok", "redirected", "dead", "error", "blocked", "unchecked"]
+LINK_KINDS: tuple[LinkKind, ...] = ("code", "project", "paper", "video", "venue", "other")
+
+
+@dataclass(frozen=True)
+class Institution:
+    name: str
+    name_zh: str | None = None
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One paper as a digest describes it; identified by its normalized English title."""
+
+    paper_id: str
+    title: str
+    title_zh: str | None = None
+    authors: tuple[str, ...] = ()
+    institutions: tuple[Institution, ...] = ()
+    summary: str | None = None
+    comments: str | None = None
+    journal_ref: str | None = None
+    venue: str | None = None
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A problem found in an input, with where it is."""
+
+    file: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ParsedDigest:
+    venue: str | None
+    papers: tuple[tuple[int, Paper], ...]  # (line of the record's title, paper)
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+
+@dataclass(frozen=True)
+class Link:
+    url: str
+    kind: LinkKind
+    source: str = "digest"
+    status: LinkStatus = "unchecked"
+    final_url: str | None = None
+    http_status: int | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A term that matched, and the field it matched in."""
+
+    term: str
+    field: str
+
+
+@dataclass(frozen=True)
+class Item:
+    """A paper as it appears in one feed."""
+
+    paper: Paper
+    entered: datetime
+    links: tuple[Link, ...] = ()
+    matched: tuple[Hit, ...] = field(default=())
+
+
+
+def _combine(old: str | None, new: str | None) -> str | None:
+    """Return both texts when each says something the other does not."""
+    if not old or not new:
+        return old or new
+    if new in old:
+        return old
+    if old in new:
+        return new
+    return f"{old} | {new}"
+
+
+def merge(old: Paper, new: Paper) -> Paper:
+    """Return what is known of a paper after a later digest: gaps filled, nothing removed."""
+    return Paper(
+        paper_id=old.paper_id,
+        title=old.title,
+        title_zh=old.title_zh or new.title_zh,
+        authors=old.authors or new.authors,
+        institutions=old.institutions or new.institutions,
+        summary=old.summary or new.summary,
+        comments=_combine(old.comments, new.comments),
+        journal_ref=_combine(old.journal_ref, new.journal_ref),
+        venue=old.venue or new.venue,
+    )

@@ -1,0 +1,224 @@
+"""One cycle: ingest, match, publish. It orders the steps and decides nothing itself."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from feeds.config import Config, Topic
+from feeds.digest import parse
+from feeds.errors import DigestRejected
+from feeds.ingest import Input, inbox_files, read_input
+from feeds.links.extract import extract_links
+from feeds.lock import exclusive
+from feeds.match import TopicMatcher, match_papers
+from feeds.model import Diagnostic, Item
+from feeds.publish.view import FeedView, PaperView, Site
+from feeds.publish.write import WriteStats
+from feeds.store import Store
+
+Progress = Callable[[str], None]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+@dataclass(frozen=True)
+class Rejection:
+    name: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    digests: int = 0  # newly ingested
+    known: int = 0  # seen before (same content), skipped
+    papers_new: int = 0
+    papers_updated: int = 0
+    papers_total: int = 0
+    new_matches: dict[str, int] = field(default_factory=dict)
+    links_found: int = 0
+    links_checked: int = 0
+    rejected: tuple[Rejection, ...] = ()
+    problems: tuple[Diagnostic, ...] = ()
+    files: WriteStats = field(default_factory=lambda: WriteStats(0, 0, 0))
+
+    @property
+    def exit_code(self) -> int:
+        return 3 if self.rejected or self.problems else 0
+
+    def as_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["rejected"] = [asdict(r) for r in self.rejected]
+        d["problems"] = [str(p) for p in self.problems]
+        d["exit_code"] = self.exit_code
+        return d
+
+
+def topic_fingerprint(topic: Topic) -> str:
+    """Return a hash of what decides a topic's membership (not its title or size)."""
+    data = json.dumps(asdict(topic.criteria), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+def run(
+    config: Config,
+    *,
+    now: Callable[[], datetime] = _utcnow,
+    progress: Progress | None = None,
+) -> RunSummary:
+    """Run one cycle under the state's lock and return what happened."""
+    s = config.settings
+    with exclusive(s.state):
+        store = Store(s.state, now())
+        try:
+            return _cycle(config, store, now(), progress or (lambda _msg: None))
+        finally:
+            store.close()
+
+
+def _cycle(config: Config, store: Store, now: datetime, progress: Progress) -> RunSummary:
+    s = config.settings
+    run_id = store.start_run(now)
+    rejected: list[Rejection] = []
+    problems: list[Diagnostic] = []
+    changed: list[str] = []  # ids of new or changed papers, in arrival order
+    counts = {"digests": 0, "known": 0, "new": 0, "changed": 0, "links": 0}
+
+    inputs: list[Input] = []
+    for folder in s.inbox:
+        try:
+            inputs.extend(read_input(p) for p in inbox_files([folder]))
+        except DigestRejected as e:
+            rejected.append(Rejection(e.file or str(folder), e.message))
+    for n, item in enumerate(inputs, start=1):
+        progress(f"digest {n}/{len(inputs)}: {item.name}")
+        h = item.digest_hash
+        if store.digest_status(h) is not None:
+            counts["known"] += 1
+            continue
+        try:
+            parsed = parse(item.content, item.name)
+        except DigestRejected as e:
+            with store.transaction():
+                store.add_digest(h, item.name, now, status="rejected", reason=e.message)
+            rejected.append(Rejection(item.name, e.message))
+            continue
+        with store.transaction():  # a digest is ingested whole or not at all
+            for line, paper in parsed.papers:
+                result = store.put_paper(paper, h, line, now)
+                counts[result] = counts.get(result, 0) + 1
+                if result != "same":
+                    changed.append(paper.paper_id)
+                counts["links"] += store.add_links(
+                    paper.paper_id, extract_links(paper.comments, paper.journal_ref)
+                )
+            store.add_digest(
+                h, item.name, now, status="ok", venue=parsed.venue,
+                papers=len(parsed.papers), diagnostics=parsed.diagnostics,
+            )  # fmt: skip
+        counts["digests"] += 1
+        problems.extend(parsed.diagnostics)
+
+    progress("matching")
+    new_matches = _match(config, store, dict.fromkeys(changed), now)
+    progress("publishing")
+    files = publish(config, store)
+    summary = RunSummary(
+        digests=counts["digests"],
+        known=counts["known"],
+        papers_new=counts["new"],
+        papers_updated=counts["changed"],
+        papers_total=store.paper_count(),
+        new_matches=new_matches,
+        links_found=counts["links"],
+        rejected=tuple(rejected),
+        problems=tuple(problems),
+        files=files,
+    )
+    with store.transaction():
+        store.finish_run(run_id, now, summary.as_json())
+    return summary
+
+
+def _match(config: Config, store: Store, changed: dict[str, None], now: datetime) -> dict[str, int]:
+    """Update topic memberships; return how many papers entered each topic."""
+    known = store.topic_fingerprints()
+    wanted = {t.id: t for t in config.topics}
+    new_matches = {t.id: 0 for t in config.topics}
+    with store.transaction():
+        for topic_id in known.keys() - wanted.keys():
+            store.drop_topic(topic_id)
+        for topic in config.topics:
+            matcher = [(topic.id, TopicMatcher(topic.criteria))]
+            fingerprint = topic_fingerprint(topic)
+            if known.get(topic.id) != fingerprint:
+                # New or edited topic: match the whole history; members that stay keep
+                # their entry dates, members that no longer match leave.
+                before = set(store.members(topic.id))
+                papers = store.papers()
+                store.set_topic(topic.id, fingerprint)
+            else:
+                before = set(store.members(topic.id)) & changed.keys()
+                papers = store.papers(changed)
+            now_in: set[str] = set()
+            for topic_id, paper_id, hits in match_papers(matcher, papers):
+                now_in.add(paper_id)
+                if store.set_member(topic_id, paper_id, hits, now):
+                    new_matches[topic_id] += 1
+            for paper_id in before - now_in:
+                store.remove_member(topic.id, paper_id)
+    return new_matches
+
+
+def publish(config: Config, store: Store) -> WriteStats:
+    """Render everything from the state and write what changed into public/."""
+    from feeds.publish.render import render_site
+    from feeds.publish.write import write_tree
+
+    s = config.settings
+    site = Site(title=s.site_title, base_url=s.base_url)
+    papers = {p.paper_id: p for p in store.papers()}
+    order = {pid: n for n, pid in enumerate(papers)}
+    first_seen = store.first_seen()
+    links = store.links()
+    created = store.created()
+
+    def feed(fid: str, title: str, desc: str, members: dict[str, Any], cap: int) -> FeedView:
+        items = [
+            Item(papers[pid], entered, links.get(pid, ()), hits)
+            for pid, (entered, hits) in members.items()
+            if pid in papers
+        ]
+        # Newest first; papers that entered together keep their digest order.
+        items.sort(key=lambda i: (-i.entered.timestamp(), order[i.paper.paper_id]))
+        updated = items[0].entered if items else created  # never the clock
+        return FeedView(fid, title, desc, updated, tuple(items), cap)
+
+    topics: list[FeedView] = []
+    in_topics: dict[str, list[tuple[str, str, Any]]] = {}
+    for topic in config.topics:
+        members = store.members(topic.id)
+        topics.append(
+            feed(topic.id, topic.title, topic.description or "", members,
+                 topic.max_items or s.max_items)  # fmt: skip
+        )
+        for pid, (_entered, hits) in members.items():
+            in_topics.setdefault(pid, []).append((topic.id, topic.title, hits))
+    everything = {pid: (first_seen[pid], ()) for pid in papers}
+    all_feed = feed("all", f"{s.site_title}: all papers", "Every paper, newest first",
+                    everything, s.max_items)  # fmt: skip
+    views = (
+        PaperView(p, first_seen[pid], links.get(pid, ()), tuple(in_topics.get(pid, ())))
+        for pid, p in papers.items()
+    )
+    return write_tree(Path(s.public_dir), render_site(site, topics, all_feed, views))

@@ -1,0 +1,217 @@
+"""Render feeds, OPML and HTML pages to bytes. Pure: same views in, same bytes out."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from functools import cache
+from typing import Any
+from xml.etree import ElementTree as ET
+
+import jinja2
+
+from feeds import __version__
+from feeds.model import Item
+from feeds.publish.view import (
+    FeedView,
+    PaperView,
+    Site,
+    best_link,
+    feed_path,
+    links_by_kind,
+    paper_path,
+)
+from feeds.text import PAPER_NAMESPACE, clean_xml, paper_uuid
+
+GENERATOR_URI = "https://pypi.org/project/paperfeeds/"
+
+
+@cache
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("feeds.publish", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.globals.update(feed_path=feed_path, paper_path=paper_path, links_by_kind=links_by_kind)
+    return env
+
+
+def item_id(item: Item) -> str:
+    """Return the item's id (RSS guid, Atom id, JSON id): from the paper's identity alone."""
+    return f"urn:uuid:{paper_uuid(item.paper.title)}"
+
+
+def feed_id(feed: FeedView) -> str:
+    return f"urn:uuid:{uuid.uuid5(PAPER_NAMESPACE, 'feed:' + feed.id)}"
+
+
+def item_html(item: Item) -> str:
+    """Return the HTML body of a feed item."""
+    return clean_xml(_env().get_template("item.html").render(item=item)).strip()
+
+
+def render_feed(site: Site, feed: FeedView, fmt: str) -> bytes:
+    """Return an RSS 2.0 (`rss`) or Atom 1.0 (`atom`) document for a feed."""
+    from feedgen.feed import FeedGenerator  # costly import: only when a feed is rendered
+
+    fg = FeedGenerator()
+    fg.id(feed_id(feed))
+    fg.title(feed.title)
+    fg.subtitle(feed.description or feed.title)
+    fg.author({"name": site.title, "uri": site.base_url})
+    fg.generator("paperfeeds", __version__, GENERATOR_URI)
+    fg.language("en")
+    # feedgen's RSS <link> is the last link added: self first, the topic page last.
+    fg.link(href=site.url(feed_path(feed.id, fmt)), rel="self")
+    fg.link(href=site.url(_topic_page(feed.id)), rel="alternate")
+    fg.updated(feed.updated)  # feedgen would stamp now() otherwise
+    fg.lastBuildDate(feed.updated)
+    for item in feed.feed_items:
+        fe = fg.add_entry(order="append")  # the default prepends, reversing our order
+        fe.id(item_id(item))
+        fe.guid(item_id(item), permalink=False)
+        fe.title(item.paper.title)
+        fe.link(href=best_link(site, item.paper, item.links))
+        fe.published(item.entered)
+        fe.updated(item.entered)
+        fe.content(item_html(item), type="html")
+        fe.description(_plain_summary(item))
+        for author in item.paper.authors[:20]:
+            fe.author({"name": author})
+    data: bytes = fg.rss_str(pretty=True) if fmt == "rss" else fg.atom_str(pretty=True)
+    return data
+
+
+def _plain_summary(item: Item) -> str:
+    p = item.paper
+    parts = [p.title_zh or "", ", ".join(p.authors), p.summary or ""]
+    return clean_xml(" — ".join(x for x in parts if x)) or p.title
+
+
+def _topic_page(feed_id: str) -> str:
+    return "index.html" if feed_id == "all" else f"topics/{feed_id}.html"
+
+
+def _rfc3339(dt: datetime) -> str:
+    return dt.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def render_json_feed(site: Site, feed: FeedView) -> bytes:
+    """Return a JSON Feed 1.1 document, with the `_paperfeeds` extension on each item."""
+    items = []
+    for item in feed.feed_items:
+        p = item.paper
+        items.append(
+            {
+                "id": item_id(item),
+                "url": best_link(site, p, item.links),
+                "title": p.title,
+                "content_html": item_html(item),
+                "summary": _plain_summary(item),
+                "date_published": _rfc3339(item.entered),
+                "authors": [{"name": a} for a in p.authors],
+                "_paperfeeds": {
+                    "paper_id": p.paper_id,
+                    "page": site.url(paper_path(p.paper_id)),
+                    "venue": p.venue,
+                    "title_zh": p.title_zh,
+                    "authors": list(p.authors),
+                    "institutions": [{"name": i.name, "name_zh": i.name_zh} for i in p.institutions],
+                    "summary_zh": p.summary,
+                    "comments": p.comments,
+                    "journal_ref": p.journal_ref,
+                    "matched": [{"term": h.term, "field": h.field} for h in item.matched],
+                    "links": [
+                        {
+                            "url": link.url,
+                            "kind": link.kind,
+                            "source": link.source,
+                            "status": link.status,
+                            "final_url": link.final_url,
+                            "http_status": link.http_status,
+                        }
+                        for link in item.links
+                    ],
+                },
+            }
+        )
+    doc: dict[str, Any] = {
+        "version": "https://jsonfeed.org/version/1.1",
+        "title": feed.title,
+        "home_page_url": site.url(_topic_page(feed.id)),
+        "feed_url": site.url(feed_path(feed.id, "json")),
+        "description": feed.description or feed.title,
+        "language": "en",
+        "authors": [{"name": site.title, "url": site.base_url}],
+        "items": items,
+    }
+    return (json.dumps(doc, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+def render_opml(site: Site, feeds: Iterable[FeedView]) -> bytes:
+    """Return an OPML 2.0 list of every topic's RSS feed, for importing into a reader."""
+    opml = ET.Element("opml", version="2.0")
+    head = ET.SubElement(opml, "head")
+    ET.SubElement(head, "title").text = f"{site.title} feeds"
+    body = ET.SubElement(opml, "body")
+    group = ET.SubElement(body, "outline", text=site.title, title=site.title)
+    for feed in feeds:
+        ET.SubElement(
+            group,
+            "outline",
+            type="rss",
+            text=feed.title,
+            title=feed.title,
+            description=feed.description,
+            xmlUrl=site.url(feed_path(feed.id, "rss")),
+            htmlUrl=site.url(_topic_page(feed.id)),
+        )
+    ET.indent(opml)
+    return ET.tostring(opml, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def render_index(site: Site, feeds: list[FeedView], all_feed: FeedView, papers: int) -> bytes:
+    html = _env().get_template("index.html").render(
+        site=site,
+        root="",
+        feeds=[all_feed, *feeds],
+        topics=feeds,
+        papers=papers,
+        latest=all_feed.items[:30],
+        updated=all_feed.items[0].entered if all_feed.items else None,
+    )
+    return html.encode("utf-8")
+
+
+def render_topic(site: Site, feed: FeedView) -> bytes:
+    return _env().get_template("topic.html").render(site=site, root="../", feed=feed).encode()
+
+
+def render_paper(site: Site, view: PaperView) -> bytes:
+    return _env().get_template("paper.html").render(site=site, root="../", view=view).encode()
+
+
+def render_site(
+    site: Site, topics: list[FeedView], all_feed: FeedView, papers: Iterable[PaperView]
+) -> dict[str, bytes]:
+    """Return every file of `public/` by its relative path."""
+    files: dict[str, bytes] = {}
+    count = 0
+    for view in papers:
+        files[paper_path(view.paper.paper_id)] = render_paper(site, view)
+        count += 1
+    for feed in [all_feed, *topics]:
+        for fmt in ("rss", "atom"):
+            files[feed_path(feed.id, fmt)] = render_feed(site, feed, fmt)
+        files[feed_path(feed.id, "json")] = render_json_feed(site, feed)
+        if feed.id != "all":
+            files[_topic_page(feed.id)] = render_topic(site, feed)
+    files["feeds.opml"] = render_opml(site, [all_feed, *topics])
+    files["index.html"] = render_index(site, topics, all_feed, count)
+    return files

@@ -1,0 +1,66 @@
+"""What the renderers are given: feeds and papers as they should appear. Pure data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from feeds.model import Hit, Item, Link, Paper
+
+KIND_ORDER = ("paper", "project", "code", "video", "venue", "other")
+_BEST = ("paper", "project", "code")
+
+
+@dataclass(frozen=True)
+class Site:
+    title: str
+    base_url: str  # absolute, ends with "/"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+
+@dataclass(frozen=True)
+class FeedView:
+    """One topic (or `all`) with the items its feeds carry."""
+
+    id: str
+    title: str
+    description: str
+    updated: datetime  # from the items, never the clock
+    items: tuple[Item, ...]  # newest first, every matching paper
+    max_items: int
+
+    @property
+    def feed_items(self) -> tuple[Item, ...]:
+        return self.items[: self.max_items]
+
+
+@dataclass(frozen=True)
+class PaperView:
+    paper: Paper
+    first_seen: datetime
+    links: tuple[Link, ...]
+    topics: tuple[tuple[str, str, tuple[Hit, ...]], ...]  # (topic id, title, hits)
+
+
+def paper_path(paper_id: str) -> str:
+    return f"papers/{paper_id}.html"
+
+
+def feed_path(feed_id: str, fmt: str) -> str:
+    return f"feeds/{feed_id}.{ {'rss': 'rss.xml', 'atom': 'atom.xml', 'json': 'json'}[fmt] }"
+
+
+def links_by_kind(links: tuple[Link, ...]) -> list[tuple[str, list[Link]]]:
+    """Return links grouped by kind, in a fixed order of kinds."""
+    return [(k, [x for x in links if x.kind == k]) for k in KIND_ORDER if any(x.kind == k for x in links)]
+
+
+def best_link(site: Site, paper: Paper, links: tuple[Link, ...]) -> str:
+    """Return the item link: a paper link, else project, else code, else the paper's page."""
+    for kind in _BEST:
+        for link in links:
+            if link.kind == kind and link.status != "dead":
+                return link.final_url or link.url
+    return site.url(paper_path(paper.paper_id))

@@ -1,0 +1,64 @@
+"""Write the rendered site into `public/`: atomically, and only what changed."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# What paperfeeds owns inside public/: stale files here are ours to remove.
+MANAGED_DIRS = ("feeds", "topics", "papers")
+MANAGED_SUFFIXES = (".html", ".xml", ".json")
+
+
+@dataclass(frozen=True)
+class WriteStats:
+    written: int
+    unchanged: int
+    removed: int
+
+
+def write_file(path: Path, data: bytes) -> bool:
+    """Write data to path via a temp file and rename; return False if it was already so."""
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # The temp name starts with "." so that readers and `feeds serve` never list it.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
+
+
+def write_tree(root: Path, files: Mapping[str, bytes]) -> WriteStats:
+    """Make root hold exactly these files (among those paperfeeds manages)."""
+    written = unchanged = removed = 0
+    for rel, data in sorted(files.items()):
+        if write_file(root / rel, data):
+            written += 1
+        else:
+            unchanged += 1
+    for d in MANAGED_DIRS:
+        folder = root / d
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            rel = f"{d}/{path.name}"
+            stale_tmp = path.name.startswith(".") and path.name.endswith(".tmp")
+            if rel not in files and (stale_tmp or path.suffix in MANAGED_SUFFIXES):
+                path.unlink(missing_ok=True)
+                removed += 1
+    if written or removed:
+        os.sync()  # one sync for the whole run instead of an fsync per file
+    return WriteStats(written, unchanged, removed)

@@ -1,0 +1,64 @@
+"""What `feeds status` reports, gathered from the state (read-only)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from feeds.config import Config
+from feeds.errors import StateError
+from feeds.store import Store
+
+
+def gather(config: Config) -> dict[str, Any]:
+    """Return the status report as plain data (also what --json prints)."""
+    path = config.settings.state
+    if not path.exists():
+        raise StateError("no state yet: run `feeds run` first", file=str(path))
+    store = Store(path, datetime.now(UTC))
+    try:
+        members = store.member_counts()
+        last = store.last_run()
+        return {
+            "state": str(path),
+            **store.counts(),
+            "rejected_digests": [
+                {"name": n, "seen": s, "reason": r} for n, s, r in store.rejected()
+            ],
+            "skipped_records": [str(d) for d in store.diagnostics()],
+            "topics": {t.id: members.get(t.id, 0) for t in config.topics},
+            "link_health": store.link_health(),
+            "last_run": None if last is None else {
+                "started": last[0], "finished": last[1], "summary": last[2],
+            },
+        }  # fmt: skip
+    finally:
+        store.close()
+
+
+def render_text(report: dict[str, Any]) -> str:
+    lines = [
+        f"state: {report['state']}",
+        f"digests: {report['digests']} ingested, {report['rejected']} rejected",
+        f"papers: {report['papers']}",
+    ]
+    for r in report["rejected_digests"]:
+        lines.append(f"  rejected {r['name']} ({r['seen']}): {r['reason']}")
+    if report["skipped_records"]:
+        lines.append(f"skipped records: {len(report['skipped_records'])}")
+        lines.extend(f"  {d}" for d in report["skipped_records"])
+    lines.append("topics:")
+    width = max((len(t) for t in report["topics"]), default=0)
+    for topic_id, n in report["topics"].items():
+        lines.append(f"  {topic_id:<{width}}  {n} papers")
+    health = ", ".join(f"{n} {s}" for s, n in report["link_health"].items()) or "none"
+    lines.append(f"links: {report['links']} ({health})")
+    last = report["last_run"]
+    if last:
+        s = last["summary"]
+        done = last["finished"] or "did not finish"
+        lines.append(
+            f"last run: {last['started']} → {done}; {s.get('digests', 0)} new digests, "
+            f"{s.get('papers_new', 0)} new papers, exit {s.get('exit_code', '?')}"
+        )
+    return "\n".join(lines)

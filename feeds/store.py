@@ -1,0 +1,369 @@
+"""The state: what has been ingested, the papers, their links and topic memberships (SQLite).
+
+`public/` can always be rebuilt from this database; the database is the record.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from feeds.errors import StateError
+from feeds.model import Diagnostic, Hit, Institution, Link, Paper, merge
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE digests (
+    hash TEXT PRIMARY KEY,          -- sha256 of the content: the same bytes are ingested once
+    name TEXT NOT NULL,             -- the file name or URL it was first seen under
+    seen TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'rejected')),
+    reason TEXT,
+    venue TEXT,
+    papers INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE diagnostics (
+    digest TEXT NOT NULL REFERENCES digests(hash),
+    file TEXT NOT NULL, line INTEGER NOT NULL, message TEXT NOT NULL
+);
+CREATE TABLE papers (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,   -- arrival order: ties in time keep digest order
+    paper_id TEXT NOT NULL UNIQUE,
+    title TEXT NOT NULL, title_zh TEXT,
+    authors TEXT NOT NULL, institutions TEXT NOT NULL,
+    summary TEXT, comments TEXT, journal_ref TEXT, venue TEXT,
+    first_seen TEXT NOT NULL, changed TEXT NOT NULL
+);
+CREATE TABLE sightings (paper_id TEXT NOT NULL, digest TEXT NOT NULL, line INTEGER NOT NULL,
+    PRIMARY KEY (paper_id, digest));
+CREATE TABLE links (
+    paper_id TEXT NOT NULL, url TEXT NOT NULL, kind TEXT NOT NULL, source TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'unchecked', final_url TEXT, http_status INTEGER,
+    checked TEXT, position INTEGER NOT NULL,
+    PRIMARY KEY (paper_id, url)
+);
+CREATE TABLE topics (topic_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
+CREATE TABLE members (
+    topic_id TEXT NOT NULL, paper_id TEXT NOT NULL,
+    entered TEXT NOT NULL,          -- when the paper entered this feed; never changes
+    matched TEXT NOT NULL,          -- JSON [[term, field], ...]
+    PRIMARY KEY (topic_id, paper_id)
+);
+CREATE INDEX members_order ON members (topic_id, entered);
+CREATE TABLE runs (id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT,
+    summary TEXT);
+"""
+
+
+def _ts(dt: datetime) -> str:
+    return dt.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def parse_ts(text: str) -> datetime:
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+class Store:
+    """A connection to the state database; one writer at a time (see feeds.lock)."""
+
+    def __init__(self, path: Path, now: datetime) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self._migrate(now)
+        except sqlite3.DatabaseError as e:
+            raise StateError(f"cannot open the state database: {e}", file=str(path)) from e
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        # BEGIN IMMEDIATE takes the write lock up front: a read that later upgrades to a
+        # write in WAL mode would otherwise fail at once with "database is locked".
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def _migrate(self, now: datetime) -> None:
+        with self.transaction():
+            exists = self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+            ).fetchone()
+            if not exists:
+                # Statement by statement: executescript() would commit our transaction.
+                for statement in _SCHEMA.split(";\n"):
+                    if statement.strip():
+                        self.db.execute(statement)
+                self.db.executemany(
+                    "INSERT INTO meta VALUES (?, ?)",
+                    [("schema_version", str(SCHEMA_VERSION)), ("created", _ts(now))],
+                )
+                return
+            version = int(self.meta("schema_version") or 0)
+            if version > SCHEMA_VERSION:
+                raise StateError(
+                    f"the state was written by a newer paperfeeds (schema {version}, "
+                    f"this one knows {SCHEMA_VERSION}); upgrade paperfeeds",
+                    file=str(self.path),
+                )
+            # Future migrations go here: `if version < 2: ...`, each bumping schema_version.
+
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def created(self) -> datetime:
+        return parse_ts(self.meta("created") or "1970-01-01T00:00:00+00:00")
+
+    # -- digests ------------------------------------------------------------------------
+
+    def digest_status(self, digest_hash: str) -> str | None:
+        row = self.db.execute("SELECT status FROM digests WHERE hash = ?", (digest_hash,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def add_digest(
+        self,
+        digest_hash: str,
+        name: str,
+        now: datetime,
+        *,
+        status: str,
+        reason: str | None = None,
+        venue: str | None = None,
+        papers: int = 0,
+        diagnostics: Sequence[Diagnostic] = (),
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO digests VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (digest_hash, name, _ts(now), status, reason, venue, papers),
+        )
+        self.db.executemany(
+            "INSERT INTO diagnostics VALUES (?, ?, ?, ?)",
+            [(digest_hash, d.file, d.line, d.message) for d in diagnostics],
+        )
+
+    def rejected(self) -> list[tuple[str, str, str]]:
+        """Return (name, when, reason) of every rejected digest, newest first."""
+        rows = self.db.execute(
+            "SELECT name, seen, reason FROM digests WHERE status = 'rejected' ORDER BY seen DESC"
+        )
+        return [(str(n), str(s), str(r)) for n, s, r in rows]
+
+    def diagnostics(self) -> list[Diagnostic]:
+        rows = self.db.execute("SELECT file, line, message FROM diagnostics ORDER BY rowid")
+        return [Diagnostic(str(f), int(n), str(m)) for f, n, m in rows]
+
+    # -- papers -------------------------------------------------------------------------
+
+    def put_paper(self, paper: Paper, digest_hash: str, line: int, now: datetime) -> str:
+        """Store a paper (merging with what is known); return 'new', 'changed' or 'same'."""
+        old = self.paper(paper.paper_id)
+        self.db.execute(
+            "INSERT OR IGNORE INTO sightings VALUES (?, ?, ?)", (paper.paper_id, digest_hash, line)
+        )
+        if old is None:
+            self.db.execute(
+                "INSERT INTO papers (paper_id, title, title_zh, authors, institutions, summary,"
+                " comments, journal_ref, venue, first_seen, changed)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*_paper_row(paper), _ts(now), _ts(now)),
+            )
+            return "new"
+        merged = merge(old, paper)
+        if merged == old:
+            return "same"
+        self.db.execute(
+            "UPDATE papers SET title = ?, title_zh = ?, authors = ?, institutions = ?,"
+            " summary = ?, comments = ?, journal_ref = ?, venue = ?, changed = ?"
+            " WHERE paper_id = ?",
+            (*_paper_row(merged)[1:], _ts(now), paper.paper_id),
+        )
+        return "changed"
+
+    _PAPER_COLS = "paper_id, title, title_zh, authors, institutions, summary, comments,"
+    _PAPER_COLS += " journal_ref, venue"
+
+    def paper(self, paper_id: str) -> Paper | None:
+        row = self.db.execute(
+            f"SELECT {self._PAPER_COLS} FROM papers WHERE paper_id = ?", (paper_id,)
+        ).fetchone()
+        return None if row is None else _paper_from(row)
+
+    def papers(self, paper_ids: Iterable[str] | None = None) -> Iterator[Paper]:
+        """Yield papers in arrival order: all of them, or those with the given ids."""
+        if paper_ids is None:
+            rows = self.db.execute(f"SELECT {self._PAPER_COLS} FROM papers ORDER BY seq")
+            for row in rows:
+                yield _paper_from(row)
+            return
+        for pid in paper_ids:
+            paper = self.paper(pid)
+            if paper is not None:
+                yield paper
+
+    def paper_count(self) -> int:
+        return int(self.db.execute("SELECT count(*) FROM papers").fetchone()[0])
+
+    def first_seen(self) -> dict[str, datetime]:
+        rows = self.db.execute("SELECT paper_id, first_seen FROM papers")
+        return {str(p): parse_ts(t) for p, t in rows}
+
+    # -- links --------------------------------------------------------------------------
+
+    def add_links(self, paper_id: str, links: Sequence[Link]) -> int:
+        """Add links not yet known for a paper (never removing any); return how many."""
+        start = self.db.execute(
+            "SELECT coalesce(max(position) + 1, 0) FROM links WHERE paper_id = ?", (paper_id,)
+        ).fetchone()[0]
+        added = 0
+        for link in links:
+            cur = self.db.execute(
+                "INSERT OR IGNORE INTO links (paper_id, url, kind, source, status, final_url,"
+                " http_status, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (paper_id, link.url, link.kind, link.source, link.status, link.final_url,
+                 link.http_status, start + added),
+            )
+            added += cur.rowcount
+        return added
+
+    def links(self) -> dict[str, tuple[Link, ...]]:
+        """Return every paper's links, in the order they were found."""
+        out: dict[str, list[Link]] = {}
+        rows = self.db.execute(
+            "SELECT paper_id, url, kind, source, status, final_url, http_status FROM links"
+            " ORDER BY paper_id, position"
+        )
+        for pid, url, kind, source, status, final_url, http_status in rows:
+            out.setdefault(pid, []).append(Link(url, kind, source, status, final_url, http_status))
+        return {k: tuple(v) for k, v in out.items()}
+
+    def link_health(self) -> dict[str, int]:
+        rows = self.db.execute("SELECT status, count(*) FROM links GROUP BY status ORDER BY 1")
+        return {str(s): int(n) for s, n in rows}
+
+    # -- topics and memberships ---------------------------------------------------------
+
+    def topic_fingerprints(self) -> dict[str, str]:
+        rows = self.db.execute("SELECT topic_id, fingerprint FROM topics")
+        return {str(t): str(f) for t, f in rows}
+
+    def set_topic(self, topic_id: str, fingerprint: str) -> None:
+        self.db.execute(
+            "INSERT INTO topics VALUES (?, ?) ON CONFLICT (topic_id) DO UPDATE"
+            " SET fingerprint = excluded.fingerprint",
+            (topic_id, fingerprint),
+        )
+
+    def drop_topic(self, topic_id: str) -> None:
+        self.db.execute("DELETE FROM topics WHERE topic_id = ?", (topic_id,))
+        self.db.execute("DELETE FROM members WHERE topic_id = ?", (topic_id,))
+
+    def members(self, topic_id: str) -> dict[str, tuple[datetime, tuple[Hit, ...]]]:
+        """Return paper id -> (entered, hits) for one topic."""
+        rows = self.db.execute(
+            "SELECT paper_id, entered, matched FROM members WHERE topic_id = ?", (topic_id,)
+        )
+        return {
+            str(p): (parse_ts(e), tuple(Hit(t, f) for t, f in json.loads(m)))
+            for p, e, m in rows
+        }
+
+    def set_member(
+        self, topic_id: str, paper_id: str, hits: Sequence[Hit], now: datetime
+    ) -> bool:
+        """Record that a paper is in a topic, keeping its entry date; True if it is new."""
+        matched = json.dumps([[h.term, h.field] for h in hits], ensure_ascii=False)
+        row = self.db.execute(
+            "SELECT matched FROM members WHERE topic_id = ? AND paper_id = ?", (topic_id, paper_id)
+        ).fetchone()
+        if row is None:
+            self.db.execute(
+                "INSERT INTO members VALUES (?, ?, ?, ?)", (topic_id, paper_id, _ts(now), matched)
+            )
+            return True
+        if row[0] != matched:
+            self.db.execute(
+                "UPDATE members SET matched = ? WHERE topic_id = ? AND paper_id = ?",
+                (matched, topic_id, paper_id),
+            )
+        return False
+
+    def remove_member(self, topic_id: str, paper_id: str) -> None:
+        self.db.execute(
+            "DELETE FROM members WHERE topic_id = ? AND paper_id = ?", (topic_id, paper_id)
+        )
+
+    def member_counts(self) -> dict[str, int]:
+        rows = self.db.execute("SELECT topic_id, count(*) FROM members GROUP BY topic_id")
+        return {str(t): int(n) for t, n in rows}
+
+    # -- runs ---------------------------------------------------------------------------
+
+    def start_run(self, now: datetime) -> int:
+        cur = self.db.execute("INSERT INTO runs (started) VALUES (?)", (_ts(now),))
+        return int(cur.lastrowid or 0)
+
+    def finish_run(self, run_id: int, now: datetime, summary: dict[str, Any]) -> None:
+        self.db.execute(
+            "UPDATE runs SET finished = ?, summary = ? WHERE id = ?",
+            (_ts(now), json.dumps(summary, ensure_ascii=False, sort_keys=True), run_id),
+        )
+
+    def last_run(self) -> tuple[str, str | None, dict[str, Any]] | None:
+        row = self.db.execute(
+            "SELECT started, finished, summary FROM runs ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return None
+        return str(row[0]), row[1], json.loads(row[2]) if row[2] else {}
+
+    def counts(self) -> dict[str, int]:
+        q = {
+            "digests": "SELECT count(*) FROM digests WHERE status = 'ok'",
+            "rejected": "SELECT count(*) FROM digests WHERE status = 'rejected'",
+            "papers": "SELECT count(*) FROM papers",
+            "links": "SELECT count(*) FROM links",
+            "record_problems": "SELECT count(*) FROM diagnostics",
+        }
+        return {k: int(self.db.execute(sql).fetchone()[0]) for k, sql in q.items()}
+
+
+def _paper_row(p: Paper) -> tuple[Any, ...]:
+    return (
+        p.paper_id, p.title, p.title_zh,
+        json.dumps(list(p.authors), ensure_ascii=False),
+        json.dumps([asdict(i) for i in p.institutions], ensure_ascii=False),
+        p.summary, p.comments, p.journal_ref, p.venue,
+    )  # fmt: skip
+
+
+def _paper_from(row: Sequence[Any]) -> Paper:
+    pid, title, title_zh, authors, institutions, summary, comments, journal_ref, venue = row
+    return Paper(
+        paper_id=pid,
+        title=title,
+        title_zh=title_zh,
+        authors=tuple(json.loads(authors)),
+        institutions=tuple(Institution(**i) for i in json.loads(institutions)),
+        summary=summary,
+        comments=comments,
+        journal_ref=journal_ref,
+        venue=venue,
+    )

@@ -1,0 +1,58 @@
+"""Small pure text helpers shared by parsing, matching and rendering."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+
+# XML 1.0 forbids C0 controls other than tab/newline/CR, lone surrogates and U+FFFE/U+FFFF;
+# C1 controls are allowed but feed validators flag them and no digest means them.
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+# Han, kana, hangul and CJK punctuation/compat/fullwidth blocks.
+CJK_CLASS = (
+    "\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
+)
+_CJK = re.compile(f"[{CJK_CLASS}]")
+_NOT_WORD = re.compile(r"[\W_]+")
+
+# A fixed namespace so that the same title gives the same id on every machine, forever.
+PAPER_NAMESPACE = uuid.UUID("8f4e6f2a-5d1c-4a7e-9b0e-3c2f1a6d7e50")
+
+
+def clean_xml(text: str) -> str:
+    """Return text without the characters that XML (or a feed validator) rejects."""
+    return _XML_FORBIDDEN.sub("", text)
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK.search(text) is not None
+
+
+def fold(text: str) -> str:
+    """Return text in the form terms are compared in: NFKC, case-folded, accents kept."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def strip_accents(text: str) -> str:
+    """Return text without combining marks (Émile -> Emile)."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return unicodedata.normalize(
+        "NFC", "".join(c for c in decomposed if not unicodedata.combining(c))
+    )
+
+
+def title_key(title: str) -> str:
+    """Return the identity of a paper: its English title folded, punctuation collapsed."""
+    return " ".join(_NOT_WORD.sub(" ", fold(title)).split())
+
+
+def paper_uuid(title: str) -> uuid.UUID:
+    return uuid.uuid5(PAPER_NAMESPACE, title_key(title))
+
+
+def paper_id(title: str) -> str:
+    """Return the short, stable id used in file names and URLs."""
+    return paper_uuid(title).hex[:16]

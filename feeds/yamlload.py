@@ -1,0 +1,88 @@
+"""Load YAML safely into nodes that remember their line numbers.
+
+PyYAML's safe loader still turns `no`/`on`/`yes`/`off` into booleans, silently keeps the last
+of two equal keys and expands aliases (a "billion laughs" bomb). We compose nodes with a
+resolver that knows only `true`/`false`, refuse aliases and non-standard tags, and report
+duplicate keys, so that every value the config validator sees is what the user typed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from feeds.errors import ConfigError
+
+_STANDARD_TAGS = {
+    "tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "seq", "map")
+}
+
+
+class _Loader(yaml.SafeLoader):
+    """A safe loader whose only booleans are true and false (as in YAML 1.2)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def line_of(node: yaml.Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
+def compose(text: str, path: Path) -> yaml.Node | None:
+    """Return the document's root node, or raise ConfigError with file and line."""
+    where = str(path)
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.AliasEvent):
+                raise ConfigError(
+                    "YAML aliases (*name) are not supported; write the value out",
+                    file=where,
+                    line=int(event.start_mark.line) + 1,
+                )
+        root = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = int(mark.line) + 1 if mark else None
+        raise ConfigError(f"YAML syntax: {e.problem or e}", file=where, line=line) from e
+    except yaml.YAMLError as e:
+        raise ConfigError(f"YAML: {e}", file=where) from e
+    if root is not None:
+        _check(root, where)
+    return root
+
+
+def _check(node: yaml.Node, where: str) -> None:
+    if node.tag not in _STANDARD_TAGS:
+        raise ConfigError(f"tag {node.tag!r} is not allowed here", file=where, line=line_of(node))
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
+        for key, value in node.value:
+            _check(key, where)
+            if not isinstance(key, yaml.ScalarNode):
+                raise ConfigError("a key must be a plain value", file=where, line=line_of(key))
+            if key.value in seen:
+                raise ConfigError(
+                    f"duplicate key {key.value!r} (first at line {seen[key.value]})",
+                    file=where,
+                    line=line_of(key),
+                )
+            seen[key.value] = line_of(key)
+            _check(value, where)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _check(item, where)
+
+
+def scalar(node: yaml.ScalarNode) -> Any:
+    """Return the Python value of a scalar node, typed by our resolver."""
+    return _Loader(node.value).construct_object(node) if node.tag else node.value
