@@ -110,12 +110,8 @@ def _print_summary(summary: Any, config: Config, quiet: bool) -> None:
     if quiet:
         return
     s = summary
-    click.echo(
-        f"digests: {s.digests} new, {s.known} already ingested, {len(s.rejected)} rejected"
-    )
-    click.echo(
-        f"papers: {s.papers_new} new, {s.papers_updated} updated, {s.papers_total} in total"
-    )
+    click.echo(f"digests: {s.digests} new, {s.known} already ingested, {len(s.rejected)} rejected")
+    click.echo(f"papers: {s.papers_new} new, {s.papers_updated} updated, {s.papers_total} in total")
     gained = [f"{tid} +{n}" for tid, n in s.new_matches.items() if n]
     click.echo("new matches: " + (", ".join(gained) if gained else "none"))
     click.echo(f"links: {s.links_found} new (unchecked)")

@@ -83,9 +83,7 @@ class _Reader:
     def fail(self, node: yaml.Node, message: str) -> ConfigError:
         return ConfigError(message, file=str(self.path), line=line_of(node))
 
-    def mapping(
-        self, node: yaml.Node, allowed: tuple[str, ...], what: str
-    ) -> dict[str, yaml.Node]:
+    def mapping(self, node: yaml.Node, allowed: tuple[str, ...], what: str) -> dict[str, yaml.Node]:
         if not isinstance(node, yaml.MappingNode):
             raise self.fail(node, f"{what} must be a mapping (key: value lines)")
         out: dict[str, yaml.Node] = {}
@@ -140,8 +138,8 @@ def _read(path: Path) -> yaml.Node | None:
     return compose(text, path)
 
 
-_TOPIC_KEYS = ("id", "title", "description", "any", "all", "none", "fields", "authors")
-_TOPIC_KEYS += ("institutions", "venues", "max_items")
+_TOPIC_KEYS: tuple[str, ...] = ("id", "title", "description", "any", "all", "none", "fields")
+_TOPIC_KEYS += ("authors", "institutions", "venues", "max_items")
 
 
 def load_subscriptions(path: Path) -> tuple[Topic, ...]:
@@ -183,14 +181,16 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
             raise r.fail(node, f"a topic needs {required!r}")
     topic_id = r.text(m["id"], "id")
     if topic_id in RESERVED_IDS:
-        raise r.fail(m["id"], f"topic id {topic_id!r} is reserved (it names the feed of all papers)")
+        raise r.fail(
+            m["id"], f"topic id {topic_id!r} is reserved (it names the feed of all papers)"
+        )
     if not TOPIC_ID.match(topic_id):
         raise r.fail(
             m["id"],
             f"topic id {topic_id!r} must be lowercase letters, digits and hyphens "
             "(it becomes a file name), e.g. 'speculative-decoding'",
         )
-    fields = DEFAULT_FIELDS
+    fields: tuple[str, ...] = DEFAULT_FIELDS
     if "fields" in m:
         fields = r.texts(m["fields"], "fields")
         for name in fields:
@@ -233,7 +233,15 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
     )
 
 
-_SETTINGS_KEYS = ("site", "inbox", "sources", "public_dir", "state", "schedule", "settle")
+_SETTINGS_KEYS: tuple[str, ...] = (
+    "site",
+    "inbox",
+    "sources",
+    "public_dir",
+    "state",
+    "schedule",
+    "settle",
+)
 _SETTINGS_KEYS += ("feed", "links")
 
 
@@ -256,7 +264,9 @@ def load_settings(path: Path | None) -> Settings:
             url = r.text(site["base_url"], "site.base_url")
             parts = urlsplit(url)
             if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise r.fail(site["base_url"], f"site.base_url must be an absolute http(s) URL, not {url!r}")
+                raise r.fail(
+                    site["base_url"], f"site.base_url must be an absolute http(s) URL, not {url!r}"
+                )
             values["base_url"] = url if url.endswith("/") else url + "/"
     if "inbox" in m:
         values["inbox"] = tuple(Path(p) for p in r.texts(m["inbox"], "inbox"))
@@ -307,4 +317,6 @@ def _duration(r: _Reader, node: yaml.Node, what: str) -> float:
 def load(subscriptions: Path, settings: Path | None) -> Config:
     """Return the whole validated configuration."""
     s = load_settings(settings)
-    return Config(settings=s, topics=load_subscriptions(subscriptions), subscriptions_path=subscriptions)
+    return Config(
+        settings=s, topics=load_subscriptions(subscriptions), subscriptions_path=subscriptions
+    )

@@ -23,7 +23,10 @@ _PREFIXED: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("institutions", re.compile(r"^机构\s*[*＊:：]\s*(?P<value>.*)$")),
     ("summary", re.compile(r"^AI\s*总结\s*[:：]?\s*(?P<value>.*)$")),
     ("comments", re.compile(r"^Comments(?:\s*[:：]\s*|\s+|$)(?P<value>.*)$")),
-    ("journal_ref", re.compile(r"^Journal[ -]ref(?:\s*[:：]\s*|\s+|$)(?P<value>.*)$", re.I)),
+    (
+        "journal_ref",
+        re.compile(r"^Journal[ -]ref(?:\s*[:：]\s*|\s+|$)(?P<value>.*)$", re.IGNORECASE),
+    ),
 )
 _ORDER = {"title": 0, "title_zh": 1, "authors": 2, "institutions": 3, "summary": 4}
 _ORDER |= {"comments": 5, "journal_ref": 6}
@@ -201,8 +204,8 @@ def split_institutions(text: str) -> tuple[Institution, ...]:
     """Return the institutions of a `机构` line: `A（甲） ； B（乙） 纠错`."""
     text = _INSTITUTION_DEBRIS.sub("", text)
     result: list[Institution] = []
-    for entry in text.split("；"):
-        entry = entry.strip()
+    for raw in text.split("；"):
+        entry = raw.strip()
         if not entry:
             continue
         m = _PAREN_ZH.match(entry)

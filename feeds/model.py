@@ -79,7 +79,6 @@ class Item:
     matched: tuple[Hit, ...] = field(default=())
 
 
-
 def _combine(old: str | None, new: str | None) -> str | None:
     """Return both texts when each says something the other does not."""
     if not old or not new:

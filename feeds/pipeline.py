@@ -123,9 +123,14 @@ def _cycle(config: Config, store: Store, now: datetime, progress: Progress) -> R
                     paper.paper_id, extract_links(paper.comments, paper.journal_ref)
                 )
             store.add_digest(
-                h, item.name, now, status="ok", venue=parsed.venue,
-                papers=len(parsed.papers), diagnostics=parsed.diagnostics,
-            )  # fmt: skip
+                h,
+                item.name,
+                now,
+                status="ok",
+                venue=parsed.venue,
+                papers=len(parsed.papers),
+                diagnostics=parsed.diagnostics,
+            )
         counts["digests"] += 1
         problems.extend(parsed.diagnostics)
 
@@ -209,14 +214,20 @@ def publish(config: Config, store: Store) -> WriteStats:
     for topic in config.topics:
         members = store.members(topic.id)
         topics.append(
-            feed(topic.id, topic.title, topic.description or "", members,
-                 topic.max_items or s.max_items)  # fmt: skip
+            feed(
+                topic.id,
+                topic.title,
+                topic.description or "",
+                members,
+                topic.max_items or s.max_items,
+            )
         )
         for pid, (_entered, hits) in members.items():
             in_topics.setdefault(pid, []).append((topic.id, topic.title, hits))
     everything = {pid: (first_seen[pid], ()) for pid in papers}
-    all_feed = feed("all", f"{s.site_title}: all papers", "Every paper, newest first",
-                    everything, s.max_items)  # fmt: skip
+    all_feed = feed(
+        "all", f"{s.site_title}: all papers", "Every paper, newest first", everything, s.max_items
+    )
     views = (
         PaperView(p, first_seen[pid], links.get(pid, ()), tuple(in_topics.get(pid, ())))
         for pid, p in papers.items()

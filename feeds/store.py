@@ -135,7 +135,9 @@ class Store:
     # -- digests ------------------------------------------------------------------------
 
     def digest_status(self, digest_hash: str) -> str | None:
-        row = self.db.execute("SELECT status FROM digests WHERE hash = ?", (digest_hash,)).fetchone()
+        row = self.db.execute(
+            "SELECT status FROM digests WHERE hash = ?", (digest_hash,)
+        ).fetchone()
         return None if row is None else str(row[0])
 
     def add_digest(
@@ -237,8 +239,16 @@ class Store:
             cur = self.db.execute(
                 "INSERT OR IGNORE INTO links (paper_id, url, kind, source, status, final_url,"
                 " http_status, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (paper_id, link.url, link.kind, link.source, link.status, link.final_url,
-                 link.http_status, start + added),
+                (
+                    paper_id,
+                    link.url,
+                    link.kind,
+                    link.source,
+                    link.status,
+                    link.final_url,
+                    link.http_status,
+                    start + added,
+                ),
             )
             added += cur.rowcount
         return added
@@ -281,13 +291,10 @@ class Store:
             "SELECT paper_id, entered, matched FROM members WHERE topic_id = ?", (topic_id,)
         )
         return {
-            str(p): (parse_ts(e), tuple(Hit(t, f) for t, f in json.loads(m)))
-            for p, e, m in rows
+            str(p): (parse_ts(e), tuple(Hit(t, f) for t, f in json.loads(m))) for p, e, m in rows
         }
 
-    def set_member(
-        self, topic_id: str, paper_id: str, hits: Sequence[Hit], now: datetime
-    ) -> bool:
+    def set_member(self, topic_id: str, paper_id: str, hits: Sequence[Hit], now: datetime) -> bool:
         """Record that a paper is in a topic, keeping its entry date; True if it is new."""
         matched = json.dumps([[h.term, h.field] for h in hits], ensure_ascii=False)
         row = self.db.execute(

@@ -44,15 +44,16 @@ def compose(text: str, path: Path) -> yaml.Node | None:
     try:
         for event in yaml.parse(text, Loader=_Loader):
             if isinstance(event, yaml.AliasEvent):
+                mark = event.start_mark
                 raise ConfigError(
                     "YAML aliases (*name) are not supported; write the value out",
                     file=where,
-                    line=int(event.start_mark.line) + 1,
+                    line=None if mark is None else int(mark.line) + 1,
                 )
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = int(mark.line) + 1 if mark else None
+        problem = e.problem_mark or e.context_mark
+        line = int(problem.line) + 1 if problem is not None else None
         raise ConfigError(f"YAML syntax: {e.problem or e}", file=where, line=line) from e
     except yaml.YAMLError as e:
         raise ConfigError(f"YAML: {e}", file=where) from e

@@ -119,6 +119,7 @@ EXTRACT_CASES: list[tuple[str, list[tuple[str, LinkKind]]]] = [
     ("ICML 2026.The end. See Sec.3.2 and fig.4", []),
     ("https://localhost/x and https://intranet/page", []),
     ("https:// and www. alone", []),
+    ("Bold **https://github.com/a/b**", [("https://github.com/a/b", "code")]),
 ]
 
 
@@ -156,6 +157,8 @@ def test_extract_links_of_nothing() -> None:
         ("http://github.com/Owner/Repo", "https://github.com/Owner/Repo"),
         ("https://www.github.com/o/r/", "https://github.com/o/r"),
         ("https://github.com/o/r.git/", "https://github.com/o/r"),
+        ("https://github.com/o/r.git.git", "https://github.com/o/r"),
+        ("https://gitlab.inria.fr/g/p.git", "https://gitlab.inria.fr/g/p"),
         ("https://github.com/o/r/tree/main/", "https://github.com/o/r/tree/main/"),
         ("https://github.com/o/", "https://github.com/o/"),
         ("https://example.com/site.git", "https://example.com/site.git"),
@@ -219,6 +222,8 @@ def test_normalize_url(url: str, expected: str) -> None:
         ("https://openaccess.thecvf.com/CVPR2024", "", "venue"),
         ("https://2024.aclweb.org/", "", "venue"),
         ("https://example.com/", "", "other"),
+        ("not a url [", "", "other"),
+        ("https://[bad", "", "other"),
     ],
 )
 def test_classify(url: str, context: str, kind: LinkKind) -> None:

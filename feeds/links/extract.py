@@ -38,10 +38,11 @@ _URL = re.compile(
 # a parameter or path of the first (`?u=https://...`, `web.archive.org/web/2024/https://...`).
 _GLUED_SCHEME = re.compile(r"(?<=[^=/?&:%])https?://", re.IGNORECASE)
 _HAS_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*://", re.IGNORECASE)
-_TRAILING = ".,;:!?'\"*"
+_TRAILING = ".,;:!?'\"*"  # `*` too: `**https://x**` is Markdown bold, not part of the URL
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 _LABEL = re.compile(r"^[\w-]+$")
 _IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+_GITHUB_REPO_SLASH = re.compile(r"/[^/]+/[^/]+/")  # `/owner/repo/`, where the `/` is noise
 CONTEXT_CHARS = 40
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -99,7 +100,7 @@ _VENUE_HOSTS = (
 )
 # Said just before a URL, these make it the project's page whatever its host.
 _PROJECT_LABELS = re.compile(
-    r"project\s*(?:page|website|site|homepage)|home\s*page|homepage|web\s*page|项目主页|项目页面|主页",
+    r"project\s*(?:page|website|site)|home\s*page|web\s*page|项目主页|项目页面|主页",
     re.IGNORECASE,
 )
 
@@ -161,7 +162,7 @@ def normalize_url(url: str) -> str:
     path = parts.path
     if _on_code_host(host):
         path = _without_git_suffix(path)
-    if host == "github.com" and re.fullmatch(r"/[^/]+/[^/]+/", path):
+    if host == "github.com" and _GITHUB_REPO_SLASH.fullmatch(path):
         path = path[:-1]
     netloc = f"[{host}]" if ":" in host else host
     if port is not None and port != _DEFAULT_PORTS.get(scheme):
@@ -281,9 +282,7 @@ def _on_code_host(host: str) -> bool:
 
 
 def _without_git_suffix(path: str) -> str:
-    # `clone URL` forms of a repository; GitHub and GitLab refuse repo names ending in .git.
-    if not path.removesuffix("/").endswith(".git"):
-        return path
+    # `o/r.git` is the clone address of the repository whose page is `o/r`.
     while path.removesuffix("/").endswith(".git"):
         path = path.removesuffix("/").removesuffix(".git")
     return path

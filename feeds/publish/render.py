@@ -122,7 +122,9 @@ def render_json_feed(site: Site, feed: FeedView) -> bytes:
                     "venue": p.venue,
                     "title_zh": p.title_zh,
                     "authors": list(p.authors),
-                    "institutions": [{"name": i.name, "name_zh": i.name_zh} for i in p.institutions],
+                    "institutions": [
+                        {"name": i.name, "name_zh": i.name_zh} for i in p.institutions
+                    ],
                     "summary_zh": p.summary,
                     "comments": p.comments,
                     "journal_ref": p.journal_ref,
@@ -173,18 +175,23 @@ def render_opml(site: Site, feeds: Iterable[FeedView]) -> bytes:
             htmlUrl=site.url(_topic_page(feed.id)),
         )
     ET.indent(opml)
-    return ET.tostring(opml, encoding="utf-8", xml_declaration=True) + b"\n"
+    data: bytes = ET.tostring(opml, encoding="utf-8", xml_declaration=True)
+    return data + b"\n"
 
 
 def render_index(site: Site, feeds: list[FeedView], all_feed: FeedView, papers: int) -> bytes:
-    html = _env().get_template("index.html").render(
-        site=site,
-        root="",
-        feeds=[all_feed, *feeds],
-        topics=feeds,
-        papers=papers,
-        latest=all_feed.items[:30],
-        updated=all_feed.items[0].entered if all_feed.items else None,
+    html = (
+        _env()
+        .get_template("index.html")
+        .render(
+            site=site,
+            root="",
+            feeds=[all_feed, *feeds],
+            topics=feeds,
+            papers=papers,
+            latest=all_feed.items[:30],
+            updated=all_feed.items[0].entered if all_feed.items else None,
+        )
     )
     return html.encode("utf-8")
 

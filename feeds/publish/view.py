@@ -54,7 +54,11 @@ def feed_path(feed_id: str, fmt: str) -> str:
 
 def links_by_kind(links: tuple[Link, ...]) -> list[tuple[str, list[Link]]]:
     """Return links grouped by kind, in a fixed order of kinds."""
-    return [(k, [x for x in links if x.kind == k]) for k in KIND_ORDER if any(x.kind == k for x in links)]
+    return [
+        (k, [x for x in links if x.kind == k])
+        for k in KIND_ORDER
+        if any(x.kind == k for x in links)
+    ]
 
 
 def best_link(site: Site, paper: Paper, links: tuple[Link, ...]) -> str:
