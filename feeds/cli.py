@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,47 @@ def status(
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
     else:
         click.echo(render_text(report))
+
+
+@cli.command()
+@_common
+def check(
+    subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: Path | None,
+    state: Path | None, offline: bool, quiet: bool, as_json: bool,
+) -> None:  # fmt: skip
+    """Validate the config; show what each topic matches among the stored papers."""
+    from feeds.check import check_topics
+    from feeds.store import Store
+
+    try:
+        config = _config(subscriptions, settings, inbox, public, state)
+        papers = []
+        if config.settings.state.exists():
+            store = Store(config.settings.state, datetime.now(UTC))
+            try:
+                papers = list(store.papers())
+            finally:
+                store.close()
+    except FeedsError as e:
+        _fail(e)
+        return
+    reports = check_topics(config.topics, papers)
+    if as_json:
+        doc = {"config": "ok", "papers": len(papers), "topics": [asdict(r) for r in reports]}
+        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"{config.subscriptions_path}: ok, {len(config.topics)} topics")
+    if not papers:
+        click.echo("no stored papers yet: run `feeds run` to see what each topic matches")
+        return
+    click.echo(f"against {len(papers)} stored papers:")
+    for r in reports:
+        click.echo(f"  {r.id}: {r.matches} papers")
+        if not quiet:
+            for title in r.examples:
+                click.echo(f"      {title[:90]}")
+        for warning in r.warnings:
+            click.echo(f"    warning: {warning}")
 
 
 def main() -> None:

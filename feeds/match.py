@@ -76,6 +76,11 @@ class Criteria:
         return bool(self.any or self.all or self.authors or self.institutions or self.venues)
 
 
+def _fold_text(text: str) -> str:
+    # Titles carry LaTeX math ("$k$-Means"); without the dollars, `k-means` finds it.
+    return fold(text.replace("$", ""))
+
+
 def paper_fields(paper: Paper) -> dict[str, str]:
     """Return each matchable field of a paper as one folded string."""
     institutions = " ; ".join(
@@ -83,11 +88,11 @@ def paper_fields(paper: Paper) -> dict[str, str]:
     )
     comments = " ; ".join(x for x in (paper.comments, paper.journal_ref) if x)
     return {
-        "title": fold(paper.title + " ; " + (paper.title_zh or "")),
-        "summary": fold(paper.summary or ""),
+        "title": _fold_text(paper.title + " ; " + (paper.title_zh or "")),
+        "summary": _fold_text(paper.summary or ""),
         "authors": fold(" ; ".join(paper.authors)),
         "institutions": fold(institutions),
-        "comments": fold(comments),
+        "comments": _fold_text(comments),
         "venue": fold(paper.venue or ""),
     }
 

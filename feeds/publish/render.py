@@ -21,6 +21,7 @@ from feeds.publish.view import (
     best_link,
     feed_path,
     links_by_kind,
+    matched_text,
     paper_path,
 )
 from feeds.text import PAPER_NAMESPACE, clean_xml, paper_uuid
@@ -39,6 +40,7 @@ def _env() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
     )
     env.globals.update(feed_path=feed_path, paper_path=paper_path, links_by_kind=links_by_kind)
+    env.filters["matched"] = matched_text
     return env
 
 
@@ -81,7 +83,8 @@ def render_feed(site: Site, feed: FeedView, fmt: str) -> bytes:
         fe.published(item.entered)
         fe.updated(item.entered)
         fe.content(item_html(item), type="html")
-        fe.description(_plain_summary(item))
+        # summary(), not description(): feedgen's description() overwrites Atom's content.
+        fe.summary(_plain_summary(item))
         for author in item.paper.authors[:20]:
             fe.author({"name": author})
     data: bytes = fg.rss_str(pretty=True) if fmt == "rss" else fg.atom_str(pretty=True)

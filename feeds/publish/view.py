@@ -61,6 +61,14 @@ def links_by_kind(links: tuple[Link, ...]) -> list[tuple[str, list[Link]]]:
     ]
 
 
+def matched_text(hits: tuple[Hit, ...]) -> str:
+    """Return hits as `term in field, field; term in field`, terms in their first order."""
+    fields: dict[str, list[str]] = {}
+    for hit in hits:
+        fields.setdefault(hit.term, []).append(hit.field)
+    return "; ".join(f"{term} in {', '.join(names)}" for term, names in fields.items())
+
+
 def best_link(site: Site, paper: Paper, links: tuple[Link, ...]) -> str:
     """Return the item link: a paper link, else project, else code, else the paper's page."""
     for kind in _BEST:

@@ -1,0 +1,158 @@
+"""Config changes take effect on the history: new topics backfill, removed ones go."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from feeds.config import Config, load
+from feeds.pipeline import run
+
+ROOT = Path(__file__).resolve().parent.parent
+T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
+
+BEFORE = """
+topics:
+  - id: speculative-decoding
+    title: Speculative decoding
+    any: [speculative decoding]
+  - id: hallucination
+    title: Hallucination
+    any: [hallucination*]
+  - id: graphs
+    title: Graphs
+    any: [graph*]
+"""
+AFTER = """
+topics:
+  - id: speculative-decoding
+    title: Speculative decoding
+    any: [speculative decoding]
+  - id: hallucination
+    title: Hallucination
+    any: [hallucination*]
+  - id: position-papers
+    title: Position papers
+    any: ["/^position:/"]
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "seeds", tmp_path / "seeds")
+    return tmp_path
+
+
+def _config(project: Path, subscriptions: str) -> Config:
+    path = project / "subscriptions.yaml"
+    path.write_text(subscriptions, encoding="utf-8")
+    config = load(path, None)
+    settings = replace(
+        config.settings,
+        inbox=(project / "seeds",),
+        public_dir=project / "public",
+        state=project / "state.sqlite3",
+    )
+    return replace(config, settings=settings)
+
+
+def _files(public: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        str(p.relative_to(public)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(public.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_editing_subscriptions_between_runs(project: Path) -> None:
+    public = project / "public"
+    run(_config(project, BEFORE), now=lambda: T0)
+    before = _files(public)
+    assert "feeds/graphs.rss.xml" in before
+
+    later = T0 + timedelta(days=3)
+    summary = run(_config(project, AFTER), now=lambda: later)
+    after = _files(public)
+
+    # The new topic is backfilled from the history, dated when it entered the feed.
+    assert summary.new_matches["position-papers"] == 4
+    feed = json.loads(after["feeds/position-papers.json"][0])
+    assert [i["date_published"] for i in feed["items"]] == ["2026-07-04T08:00:00Z"] * 4
+    assert all(i["title"].startswith("Position:") for i in feed["items"])
+    # The removed topic is gone: feeds, page, OPML entry and index link.
+    assert not any(name.startswith(("feeds/graphs.", "topics/graphs.")) for name in after)
+    assert b"graphs" not in after["feeds.opml"][0]
+    assert b"position-papers.rss.xml" in after["feeds.opml"][0]
+    assert b"topics/graphs.html" not in after["index.html"][0]
+    # The topics that stay are untouched, to the byte and the modification time.
+    for topic in ("speculative-decoding", "hallucination"):
+        for suffix in ("rss.xml", "atom.xml", "json"):
+            name = f"feeds/{topic}.{suffix}"
+            assert after[name] == before[name]
+
+
+def test_an_edited_topic_keeps_the_dates_of_items_that_stay(project: Path) -> None:
+    narrow = BEFORE.replace("any: [hallucination*]", "any: [hallucination]")
+    run(_config(project, narrow), now=lambda: T0)
+    first = json.loads((project / "public/feeds/hallucination.json").read_bytes())
+    assert [i["title"][:13] for i in first["items"]] == ["Hallucination"]
+
+    summary = run(_config(project, BEFORE), now=lambda: T0 + timedelta(days=1))
+    assert summary.new_matches["hallucination"] == 1
+    items = json.loads((project / "public/feeds/hallucination.json").read_bytes())["items"]
+    dates = {i["title"][:13]: i["date_published"] for i in items}
+    assert dates == {
+        "Mitigating Ha": "2026-07-02T08:00:00Z",
+        "Hallucination": "2026-07-01T08:00:00Z",
+    }
+    assert items[0]["id"] != items[1]["id"]
+    assert first["items"][0]["id"] in {i["id"] for i in items}  # same id as before
+
+    # Narrowing it again drops the item that no longer matches.
+    run(_config(project, narrow), now=lambda: T0 + timedelta(days=2))
+    items = json.loads((project / "public/feeds/hallucination.json").read_bytes())["items"]
+    assert [i["date_published"] for i in items] == ["2026-07-01T08:00:00Z"]
+
+
+def test_feeds_check_reports_matches_and_warnings(project: Path) -> None:
+    subs = BEFORE + (
+        "  - id: nothing\n    title: Nothing\n    any: [quantum chromodynamics]\n"
+        "  - id: everything\n    title: Everything\n    any: [icml]\n    fields: [comments]\n"
+    )
+    (project / "subscriptions.yaml").write_text(subs, encoding="utf-8")
+    args = [sys.executable, "-m", "feeds", "check", "--subscriptions", "subscriptions.yaml"]
+    args += ["--state", "state.sqlite3", "--inbox", "seeds"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def check(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*args, *extra], cwd=project, capture_output=True, text=True, env=env, timeout=60
+        )
+
+    empty = check()
+    assert empty.returncode == 0, empty.stderr
+    assert "no stored papers yet" in empty.stdout
+
+    run(_config(project, subs), now=lambda: T0)
+    r = check("--json")
+    assert r.returncode == 0, r.stderr
+    report = {t["id"]: t for t in json.loads(r.stdout)["topics"]}
+    assert report["speculative-decoding"]["matches"] == 2
+    assert report["speculative-decoding"]["examples"][0].startswith(("MineDraft", "LK Losses"))
+    assert report["nothing"]["warnings"] == [
+        "matches none of the stored papers",
+        "terms that match no stored paper: quantum chromodynamics",
+    ]
+    assert report["everything"]["matches"] > 50
+    assert "too broad" in report["everything"]["warnings"][0]
+    text = check().stdout
+    assert "nothing: 0 papers" in text
+    assert "warning: matches none of the stored papers" in text
