@@ -91,7 +91,6 @@ def _cycle(config: Config, store: Store, now: datetime, progress: Progress) -> R
     run_id = store.start_run(now)
     rejected: list[Rejection] = []
     problems: list[Diagnostic] = []
-    changed: list[str] = []  # ids of new or changed papers, in arrival order
     counts = {"digests": 0, "known": 0, "new": 0, "changed": 0, "links": 0}
 
     inputs: list[Input] = []
@@ -117,8 +116,6 @@ def _cycle(config: Config, store: Store, now: datetime, progress: Progress) -> R
             for line, paper in parsed.papers:
                 result = store.put_paper(paper, h, line, now)
                 counts[result] = counts.get(result, 0) + 1
-                if result != "same":
-                    changed.append(paper.paper_id)
                 counts["links"] += store.add_links(
                     paper.paper_id, extract_links(paper.comments, paper.journal_ref)
                 )
@@ -135,7 +132,7 @@ def _cycle(config: Config, store: Store, now: datetime, progress: Progress) -> R
         problems.extend(parsed.diagnostics)
 
     progress("matching")
-    new_matches = _match(config, store, dict.fromkeys(changed), now)
+    new_matches = _match(config, store, now)
     progress("publishing")
     files = publish(config, store)
     summary = RunSummary(
@@ -155,8 +152,9 @@ def _cycle(config: Config, store: Store, now: datetime, progress: Progress) -> R
     return summary
 
 
-def _match(config: Config, store: Store, changed: dict[str, None], now: datetime) -> dict[str, int]:
+def _match(config: Config, store: Store, now: datetime) -> dict[str, int]:
     """Update topic memberships; return how many papers entered each topic."""
+    changed = dict.fromkeys(store.unmatched())
     known = store.topic_fingerprints()
     wanted = {t.id: t for t in config.topics}
     new_matches = {t.id: 0 for t in config.topics}
@@ -182,6 +180,7 @@ def _match(config: Config, store: Store, changed: dict[str, None], now: datetime
                     new_matches[topic_id] += 1
             for paper_id in before - now_in:
                 store.remove_member(topic.id, paper_id)
+        store.mark_matched()
     return new_matches
 
 

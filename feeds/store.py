@@ -40,8 +40,10 @@ CREATE TABLE papers (
     title TEXT NOT NULL, title_zh TEXT,
     authors TEXT NOT NULL, institutions TEXT NOT NULL,
     summary TEXT, comments TEXT, journal_ref TEXT, venue TEXT,
-    first_seen TEXT NOT NULL, changed TEXT NOT NULL
+    first_seen TEXT NOT NULL, changed TEXT NOT NULL,
+    unmatched INTEGER NOT NULL DEFAULT 1  -- new or changed since topics were last matched
 );
+CREATE INDEX papers_unmatched ON papers (unmatched) WHERE unmatched;
 CREATE TABLE sightings (paper_id TEXT NOT NULL, digest TEXT NOT NULL, line INTEGER NOT NULL,
     PRIMARY KEY (paper_id, digest));
 CREATE TABLE links (
@@ -193,7 +195,7 @@ class Store:
             return "same"
         self.db.execute(
             "UPDATE papers SET title = ?, title_zh = ?, authors = ?, institutions = ?,"
-            " summary = ?, comments = ?, journal_ref = ?, venue = ?, changed = ?"
+            " summary = ?, comments = ?, journal_ref = ?, venue = ?, changed = ?, unmatched = 1"
             " WHERE paper_id = ?",
             (*_paper_row(merged)[1:], _ts(now), paper.paper_id),
         )
@@ -219,6 +221,18 @@ class Store:
             paper = self.paper(pid)
             if paper is not None:
                 yield paper
+
+    def unmatched(self) -> list[str]:
+        """Return the ids of papers not yet matched against the topics, in arrival order.
+
+        Kept in the database rather than in memory, so that papers ingested by a run that
+        died before matching are matched by the next run.
+        """
+        rows = self.db.execute("SELECT paper_id FROM papers WHERE unmatched ORDER BY seq")
+        return [str(r[0]) for r in rows]
+
+    def mark_matched(self) -> None:
+        self.db.execute("UPDATE papers SET unmatched = 0 WHERE unmatched")
 
     def paper_count(self) -> int:
         return int(self.db.execute("SELECT count(*) FROM papers").fetchone()[0])
