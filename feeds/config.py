@@ -17,6 +17,7 @@ import yaml
 
 from feeds.errors import ConfigError
 from feeds.match import DEFAULT_FIELDS, FIELDS, Criteria, compile_term
+from feeds.text import clean_xml
 from feeds.yamlload import compose, line_of, scalar
 
 TOPIC_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -109,18 +110,30 @@ class _Reader:
         return v
 
     def text(self, node: yaml.Node, what: str) -> str:
-        v = self.value(node, (str, int, float), what)
-        text = str(v).strip()
+        """Return a text value exactly as typed: `3.10` stays "3.10", `010` stays "010"."""
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.fail(node, f"{what} must be text, not a list or mapping")
+        if node.tag == "tag:yaml.org,2002:null" and node.style is None:
+            raise self.fail(node, f"{what} is empty; give a value")
+        if node.tag == "tag:yaml.org,2002:bool":
+            raise self.fail(
+                node, f"{what} must be text, not {node.value}; quote it if you mean the word"
+            )
+        text = clean_xml(str(node.value)).strip()  # "\x85" and friends would reach every feed
         if not text:
             raise self.fail(node, f"{what} must not be empty")
         return text
 
-    def texts(self, node: yaml.Node, what: str) -> tuple[str, ...]:
-        if isinstance(node, yaml.ScalarNode):  # a lone term is a list of one
-            return (self.text(node, what),)
+    def items(self, node: yaml.Node, what: str) -> list[yaml.Node]:
+        """Return the nodes of a list; a lone value is a list of one."""
+        if isinstance(node, yaml.ScalarNode):
+            return [node]
         if not isinstance(node, yaml.SequenceNode):
             raise self.fail(node, f"{what} must be a list")
-        return tuple(self.text(item, what) for item in node.value)
+        return list(node.value)
+
+    def texts(self, node: yaml.Node, what: str) -> tuple[str, ...]:
+        return tuple(self.text(item, what) for item in self.items(node, what))
 
     def each(self, node: yaml.Node, what: str, fn: Callable[[yaml.Node], T]) -> tuple[T, ...]:
         if not isinstance(node, yaml.SequenceNode):
@@ -165,13 +178,24 @@ def load_subscriptions(path: Path) -> tuple[Topic, ...]:
 
 
 def _terms(r: _Reader, node: yaml.Node, what: str) -> tuple[str, ...]:
-    terms = r.texts(node, what)
-    for term in terms:
+    terms = []
+    for item in r.items(node, what):
+        term = r.text(item, what)
+        if term.strip() == "//":
+            raise r.fail(item, f"bad term {term!r} in {what}: an empty regular expression")
         try:
             compile_term(term)
         except re.error as e:
-            raise r.fail(node, f"bad term {term!r} in {what}: {e}") from e
-    return terms
+            raise r.fail(item, f"bad term {term!r} in {what}: {e}") from e
+        terms.append(term)
+    return tuple(terms)
+
+
+def _all_group(r: _Reader, node: yaml.Node) -> tuple[str, ...]:
+    group = _terms(r, node, "all")
+    if not group:
+        raise r.fail(node, "an item of 'all' is an empty list; give it at least one term")
+    return group
 
 
 def _topic(r: _Reader, node: yaml.Node) -> Topic:
@@ -193,16 +217,15 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
     fields: tuple[str, ...] = DEFAULT_FIELDS
     if "fields" in m:
         fields = r.texts(m["fields"], "fields")
-        for name in fields:
+        for item, name in zip(r.items(m["fields"], "fields"), fields, strict=True):
             if name not in FIELDS:
                 hint = difflib.get_close_matches(name, FIELDS, n=1)
                 suggestion = f" — did you mean {hint[0]!r}?" if hint else ""
-                raise r.fail(
-                    m["fields"], f"unknown field {name!r}{suggestion} (known: {', '.join(FIELDS)})"
-                )
+                known = ", ".join(FIELDS)
+                raise r.fail(item, f"unknown field {name!r}{suggestion} (known: {known})")
     all_groups: tuple[tuple[str, ...], ...] = ()
     if "all" in m:
-        all_groups = r.each(m["all"], "all", lambda item: _terms(r, item, "all"))
+        all_groups = r.each(m["all"], "all", lambda item: _all_group(r, item))
     criteria = Criteria(
         any=_terms(r, m["any"], "any") if "any" in m else (),
         all=all_groups,
@@ -280,10 +303,14 @@ def load_settings(path: Path | None) -> Settings:
         if len(sched) != 1:
             raise r.fail(m["schedule"], "schedule takes one of 'every' or 'cron'")
         if "every" in sched:
-            values["schedule_every"] = _duration(r, sched["every"], "schedule.every")
+            values["schedule_every"] = _duration(r, sched["every"], "schedule.every", least=1)
         else:
             values["schedule_every"] = None
-            values["schedule_cron"] = r.text(sched["cron"], "schedule.cron")
+            cron = r.text(sched["cron"], "schedule.cron")
+            problem = cron_problem(cron)
+            if problem:
+                raise r.fail(sched["cron"], f"schedule.cron {cron!r}: {problem}")
+            values["schedule_cron"] = cron
     if "settle" in m:
         values["settle"] = _duration(r, m["settle"], "settle")
     if "feed" in m:
@@ -300,18 +327,52 @@ def load_settings(path: Path | None) -> Settings:
         if "allow_hosts" in links:
             lv["allow_hosts"] = r.texts(links["allow_hosts"], "links.allow_hosts")
         if "timeout" in links:
-            lv["timeout"] = _duration(r, links["timeout"], "links.timeout")
+            lv["timeout"] = _duration(r, links["timeout"], "links.timeout", least=0.1)
         if "concurrency" in links:
             lv["concurrency"] = r.value(links["concurrency"], (int,), "links.concurrency")
+            if lv["concurrency"] < 1:
+                raise r.fail(links["concurrency"], "links.concurrency must be at least 1")
         values["links"] = LinkSettings(**lv)
     return replace(s, **values)
 
 
-def _duration(r: _Reader, node: yaml.Node, what: str) -> float:
+def _duration(r: _Reader, node: yaml.Node, what: str, least: float = 0) -> float:
     try:
-        return parse_duration(r.text(node, what))
+        seconds = parse_duration(r.text(node, what))
     except ValueError as e:
         raise r.fail(node, f"{what}: {e}") from e
+    if seconds < least:
+        raise r.fail(node, f"{what} must be at least {least:g}s")
+    return seconds
+
+
+_CRON_FIELDS: tuple[tuple[str, int, int], ...] = (
+    ("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12),
+    ("day of week", 0, 7),
+)  # fmt: skip
+_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+_DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
+_CRON_NAMES = {m: n for n, m in enumerate(_MONTHS, 1)} | {d: n for n, d in enumerate(_DAYS)}
+_CRON_ITEM = re.compile(r"^(\*|\w+(?:-\w+)?)(?:/(\d+))?$")
+
+
+def cron_problem(expr: str) -> str | None:
+    """Return what is wrong with a five-field crontab expression, or None if it is fine."""
+    parts = expr.split()
+    if len(parts) != 5:
+        return f"needs 5 fields (minute hour day month weekday), not {len(parts)}"
+    for part, (name, low, high) in zip(parts, _CRON_FIELDS, strict=True):
+        for item in part.split(","):
+            m = _CRON_ITEM.match(item.lower())
+            if not m or m.group(2) == "0":
+                return f"cannot read {item!r} in the {name} field"
+            if m.group(1) == "*":
+                continue
+            for value in m.group(1).split("-"):
+                number = _CRON_NAMES.get(value) if not value.isdigit() else int(value)
+                if number is None or not low <= number <= high:
+                    return f"{value!r} is outside {low}-{high} in the {name} field"
+    return None
 
 
 def load(subscriptions: Path, settings: Path | None) -> Config:

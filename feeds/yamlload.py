@@ -25,8 +25,10 @@ class _Loader(yaml.SafeLoader):
     """A safe loader whose only booleans are true and false (as in YAML 1.2)."""
 
 
+# YAML 1.1 also reads 2026-01-01 as a date and `=` as a "value"; neither is a config value.
+_DROPPED = {"tag:yaml.org,2002:" + t for t in ("bool", "timestamp", "value")}
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _DROPPED]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _Loader.add_implicit_resolver(
@@ -54,7 +56,18 @@ def compose(text: str, path: Path) -> yaml.Node | None:
     except yaml.MarkedYAMLError as e:
         problem = e.problem_mark or e.context_mark
         line = int(problem.line) + 1 if problem is not None else None
-        raise ConfigError(f"YAML syntax: {e.problem or e}", file=where, line=line) from e
+        message = f"YAML syntax: {e.problem or e}"
+        start = e.context_mark
+        if e.context and start is not None and int(start.line) + 1 != line:
+            # PyYAML notices an unclosed [ or " only where it expected the end: say where
+            # the thing that is not closed began.
+            message += f" ({e.context} that starts at line {int(start.line) + 1})"
+        raise ConfigError(message, file=where, line=line) from e
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow in a file
+        line = text.count("\n", 0, e.position) + 1
+        raise ConfigError(
+            f"YAML: {e.reason} (character {e.character!r})", file=where, line=line
+        ) from e
     except yaml.YAMLError as e:
         raise ConfigError(f"YAML: {e}", file=where) from e
     if root is not None:
@@ -84,6 +97,9 @@ def _check(node: yaml.Node, where: str) -> None:
             _check(item, where)
 
 
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+
+
 def scalar(node: yaml.ScalarNode) -> Any:
     """Return the Python value of a scalar node, typed by our resolver."""
-    return _Loader(node.value).construct_object(node) if node.tag else node.value
+    return _CONSTRUCTOR.construct_object(node)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -26,13 +27,14 @@ class Workspace:
     public: Path
     state: Path
 
-    def config(self, subscriptions: Path | None = None) -> Config:
-        """Return the loaded config, pointed at this workspace (as the CLI options would)."""
-        config = load(subscriptions or self.subscriptions, None)
+    def config(self, subscriptions: Path | None = None, settings: Path | None = None) -> Config:
+        """Return the loaded config pointed at this workspace, as the CLI options would."""
+        config = load(subscriptions or self.subscriptions, settings)
         s = replace(config.settings, inbox=(self.inbox,), public_dir=self.public, state=self.state)
         return replace(config, settings=s)
 
     def cli_args(self) -> list[str]:
+        """Return the `feeds run` options that point at this workspace."""
         return [
             "--subscriptions", str(self.subscriptions), "--inbox", str(self.inbox),
             "--public", str(self.public), "--state", str(self.state),
@@ -41,6 +43,7 @@ class Workspace:
 
 def make_workspace(root: Path) -> Workspace:
     """Copy seeds/ and config/subscriptions.yaml into root and return the paths."""
+    root.mkdir(parents=True, exist_ok=True)
     inbox = root / "inbox"
     shutil.copytree(ROOT / "seeds", inbox)
     (root / "config").mkdir(exist_ok=True)
@@ -51,7 +54,14 @@ def make_workspace(root: Path) -> Workspace:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Workspace:
+    """A fresh workspace in tmp_path."""
     return make_workspace(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def new_workspace(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Workspace]:
+    """Return a factory of fresh workspaces, for module-scoped fixtures."""
+    return lambda name: make_workspace(tmp_path_factory.mktemp(name))
 
 
 def run_feeds(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -64,3 +74,9 @@ def run_feeds(cwd: Path, *args: str, timeout: float = 60) -> subprocess.Complete
         timeout=timeout,
         check=False,
     )
+
+
+@pytest.fixture(scope="session")
+def feeds_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """The `feeds` command: feeds_cli(cwd, "run", ...) -> CompletedProcess."""
+    return run_feeds

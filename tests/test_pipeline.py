@@ -212,7 +212,7 @@ def test_state_from_a_newer_version_is_refused(project: Path) -> None:
 
 
 def test_papers_ingested_by_a_run_that_died_are_matched_by_the_next(project: Path) -> None:
-    import feeds.pipeline as pipeline
+    from feeds import pipeline
 
     original = pipeline._match
 

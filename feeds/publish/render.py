@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import uuid
 from collections.abc import Iterable
@@ -23,6 +24,7 @@ from feeds.publish.view import (
     links_by_kind,
     matched_text,
     paper_path,
+    topic_path,
 )
 from feeds.text import PAPER_NAMESPACE, clean_xml, paper_uuid
 
@@ -39,7 +41,10 @@ def _env() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.globals.update(feed_path=feed_path, paper_path=paper_path, links_by_kind=links_by_kind)
+    env.globals.update(
+        feed_path=feed_path, paper_path=paper_path, topic_path=topic_path,
+        links_by_kind=links_by_kind,
+    )  # fmt: skip
     env.filters["matched"] = matched_text
     return env
 
@@ -62,31 +67,37 @@ def render_feed(site: Site, feed: FeedView, fmt: str) -> bytes:
     """Return an RSS 2.0 (`rss`) or Atom 1.0 (`atom`) document for a feed."""
     from feedgen.feed import FeedGenerator  # costly import: only when a feed is rendered
 
+    # Config and state text is cleaned at load time; cleaning again here keeps the writer
+    # total: lxml refuses to serialize a string with a character XML forbids.
+    title = clean_xml(feed.title).strip() or feed.id
+    description = clean_xml(feed.description).strip() or title
     fg = FeedGenerator()
     fg.id(feed_id(feed))
-    fg.title(feed.title)
-    fg.subtitle(feed.description or feed.title)
-    fg.author({"name": site.title, "uri": site.base_url})
+    fg.title(title)
+    # Readers take RSS descriptions as HTML (Atom's subtitle is declared text).
+    fg.subtitle(html.escape(description, quote=False) if fmt == "rss" else description)
+    fg.author({"name": clean_xml(site.title), "uri": site.base_url})
     fg.generator("paperfeeds", __version__, GENERATOR_URI)
     fg.language("en")
     # feedgen's RSS <link> is the last link added: self first, the topic page last.
     fg.link(href=site.url(feed_path(feed.id, fmt)), rel="self")
-    fg.link(href=site.url(_topic_page(feed.id)), rel="alternate")
+    fg.link(href=site.url(topic_path(feed.id)), rel="alternate")
     fg.updated(feed.updated)  # feedgen would stamp now() otherwise
     fg.lastBuildDate(feed.updated)
     for item in feed.feed_items:
         fe = fg.add_entry(order="append")  # the default prepends, reversing our order
         fe.id(item_id(item))
         fe.guid(item_id(item), permalink=False)
-        fe.title(item.paper.title)
+        fe.title(clean_xml(item.paper.title) or item.paper.paper_id)
         fe.link(href=best_link(site, item.paper, item.links))
         fe.published(item.entered)
         fe.updated(item.entered)
         fe.content(item_html(item), type="html")
         # summary(), not description(): feedgen's description() overwrites Atom's content.
-        fe.summary(_plain_summary(item))
+        # Readers take RSS <description> as HTML, so the plain text is escaped as HTML.
+        fe.summary(html.escape(_plain_summary(item), quote=False), type="html")
         for author in item.paper.authors[:20]:
-            fe.author({"name": author})
+            fe.author({"name": clean_xml(author) or "?"})
     data: bytes = fg.rss_str(pretty=True) if fmt == "rss" else fg.atom_str(pretty=True)
     return data
 
@@ -94,11 +105,7 @@ def render_feed(site: Site, feed: FeedView, fmt: str) -> bytes:
 def _plain_summary(item: Item) -> str:
     p = item.paper
     parts = [p.title_zh or "", ", ".join(p.authors), p.summary or ""]
-    return clean_xml(" — ".join(x for x in parts if x)) or p.title
-
-
-def _topic_page(feed_id: str) -> str:
-    return "index.html" if feed_id == "all" else f"topics/{feed_id}.html"
+    return clean_xml(" — ".join(x for x in parts if x)) or clean_xml(p.title) or p.paper_id
 
 
 def _rfc3339(dt: datetime) -> str:
@@ -149,7 +156,7 @@ def render_json_feed(site: Site, feed: FeedView) -> bytes:
     doc: dict[str, Any] = {
         "version": "https://jsonfeed.org/version/1.1",
         "title": feed.title,
-        "home_page_url": site.url(_topic_page(feed.id)),
+        "home_page_url": site.url(topic_path(feed.id)),
         "feed_url": site.url(feed_path(feed.id, "json")),
         "description": feed.description or feed.title,
         "language": "en",
@@ -175,7 +182,7 @@ def render_opml(site: Site, feeds: Iterable[FeedView]) -> bytes:
             title=feed.title,
             description=feed.description,
             xmlUrl=site.url(feed_path(feed.id, "rss")),
-            htmlUrl=site.url(_topic_page(feed.id)),
+            htmlUrl=site.url(topic_path(feed.id)),
         )
     ET.indent(opml)
     data: bytes = ET.tostring(opml, encoding="utf-8", xml_declaration=True)
@@ -221,7 +228,7 @@ def render_site(
             files[feed_path(feed.id, fmt)] = render_feed(site, feed, fmt)
         files[feed_path(feed.id, "json")] = render_json_feed(site, feed)
         if feed.id != "all":
-            files[_topic_page(feed.id)] = render_topic(site, feed)
+            files[topic_path(feed.id)] = render_topic(site, feed)
     files["feeds.opml"] = render_opml(site, [all_feed, *topics])
     files["index.html"] = render_index(site, topics, all_feed, count)
     return files

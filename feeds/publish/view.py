@@ -52,6 +52,11 @@ def feed_path(feed_id: str, fmt: str) -> str:
     return f"feeds/{feed_id}.{ {'rss': 'rss.xml', 'atom': 'atom.xml', 'json': 'json'}[fmt] }"
 
 
+def topic_path(feed_id: str) -> str:
+    """Return the page of a feed: its reading list, or the front page for `all`."""
+    return "index.html" if feed_id == "all" else f"topics/{feed_id}.html"
+
+
 def links_by_kind(links: tuple[Link, ...]) -> list[tuple[str, list[Link]]]:
     """Return links grouped by kind, in a fixed order of kinds."""
     return [
