@@ -86,7 +86,7 @@ def run(
     try:
         config = _config(subscriptions, settings, inbox, public, state)
         show = sys.stderr.isatty() and not quiet and not as_json
-        summary = run_cycle(config, progress=_progress if show else None)
+        summary = run_cycle(config, progress=_progress if show else None, offline=offline)
     except FeedsError as e:
         _fail(e)
         return
@@ -95,7 +95,7 @@ def run(
     if as_json:
         click.echo(json.dumps(summary.as_json(), ensure_ascii=False, indent=2))
     else:
-        _print_summary(summary, config, quiet)
+        _print_summary(summary, config, quiet, offline)
     sys.exit(summary.exit_code)
 
 
@@ -103,11 +103,13 @@ def _progress(message: str) -> None:
     click.echo(f"\r\033[K{message[:100]}", nl=False, err=True)
 
 
-def _print_summary(summary: Any, config: Config, quiet: bool) -> None:
+def _print_summary(summary: Any, config: Config, quiet: bool, offline: bool) -> None:
     for r in summary.rejected:
         click.echo(f"rejected: {r}", err=True)
     for p in summary.problems:
         click.echo(f"skipped record: {p}", err=True)
+    for w in summary.warnings:
+        click.echo(f"warning: {w}", err=True)
     if quiet:
         return
     s = summary
@@ -115,7 +117,15 @@ def _print_summary(summary: Any, config: Config, quiet: bool) -> None:
     click.echo(f"papers: {s.papers_new} new, {s.papers_updated} updated, {s.papers_total} in total")
     gained = [f"{tid} +{n}" for tid, n in s.new_matches.items() if n]
     click.echo("new matches: " + (", ".join(gained) if gained else "none"))
-    click.echo(f"links: {s.links_found} new (unchecked)")
+    line = f"links: {s.links_found} new in digests"
+    if s.lookups:
+        line += f", {s.links_looked_up} found by looking up {s.lookups} papers"
+    if s.links_checked:
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(s.link_statuses.items()))
+        line += f"; {s.links_checked} checked ({counts})"
+    elif not config.settings.links.check or offline:
+        line += " (not checked: offline)"
+    click.echo(line)
     f = s.files
     click.echo(
         f"published: {f.written} files written, {f.unchanged} unchanged, {f.removed} removed"

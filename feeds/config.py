@@ -41,8 +41,15 @@ class Topic:
 class LinkSettings:
     check: bool = True
     allow_hosts: tuple[str, ...] = ()
-    timeout: float = 10.0
+    timeout: float = 20.0  # total time for one URL, redirects included
     concurrency: int = 8
+    per_host: int = 2
+    arxiv: bool = True  # look up papers without a code link on arXiv...
+    huggingface: bool = True  # ...and on Hugging Face's paper pages
+    lookups_per_run: int = 20  # arXiv allows one request per 3 s: bound a run's time
+    arxiv_api: str = "https://export.arxiv.org/api/query"
+    huggingface_api: str = "https://huggingface.co/api"
+    github_api: str = "https://api.github.com"
 
 
 @dataclass(frozen=True)
@@ -256,6 +263,9 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
     )
 
 
+_LINK_KEYS: tuple[str, ...] = ("check", "allow_hosts", "timeout", "concurrency", "per_host")
+_LINK_KEYS += ("arxiv", "huggingface", "lookups_per_run", "arxiv_api", "huggingface_api")
+_LINK_KEYS += ("github_api",)
 _SETTINGS_KEYS: tuple[str, ...] = (
     "site",
     "inbox",
@@ -284,12 +294,7 @@ def load_settings(path: Path | None) -> Settings:
         if "title" in site:
             values["site_title"] = r.text(site["title"], "site.title")
         if "base_url" in site:
-            url = r.text(site["base_url"], "site.base_url")
-            parts = urlsplit(url)
-            if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise r.fail(
-                    site["base_url"], f"site.base_url must be an absolute http(s) URL, not {url!r}"
-                )
+            url = _http_url(r, site["base_url"], "site.base_url")
             values["base_url"] = url if url.endswith("/") else url + "/"
     if "inbox" in m:
         values["inbox"] = tuple(Path(p) for p in r.texts(m["inbox"], "inbox"))
@@ -320,10 +325,19 @@ def load_settings(path: Path | None) -> Settings:
             if values["max_items"] < 1:
                 raise r.fail(feed["max_items"], "feed.max_items must be at least 1")
     if "links" in m:
-        links = r.mapping(m["links"], ("check", "allow_hosts", "timeout", "concurrency"), "links")
+        links = r.mapping(m["links"], _LINK_KEYS, "links")
         lv: dict[str, Any] = {}
-        if "check" in links:
-            lv["check"] = r.value(links["check"], (bool,), "links.check")
+        for key in ("check", "arxiv", "huggingface"):
+            if key in links:
+                lv[key] = r.value(links[key], (bool,), f"links.{key}")
+        for key in ("per_host", "lookups_per_run"):
+            if key in links:
+                lv[key] = r.value(links[key], (int,), f"links.{key}")
+                if lv[key] < (1 if key == "per_host" else 0):
+                    raise r.fail(links[key], f"links.{key} is too small")
+        for key in ("arxiv_api", "huggingface_api", "github_api"):
+            if key in links:
+                lv[key] = _http_url(r, links[key], f"links.{key}")
         if "allow_hosts" in links:
             lv["allow_hosts"] = r.texts(links["allow_hosts"], "links.allow_hosts")
         if "timeout" in links:
@@ -334,6 +348,14 @@ def load_settings(path: Path | None) -> Settings:
                 raise r.fail(links["concurrency"], "links.concurrency must be at least 1")
         values["links"] = LinkSettings(**lv)
     return replace(s, **values)
+
+
+def _http_url(r: _Reader, node: yaml.Node, what: str) -> str:
+    url = r.text(node, what)
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or not parts.hostname:
+        raise r.fail(node, f"{what} must be an absolute http(s) URL, not {url!r}")
+    return url
 
 
 def _duration(r: _Reader, node: yaml.Node, what: str, least: float = 0) -> float:

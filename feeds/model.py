@@ -59,6 +59,7 @@ class Link:
     status: LinkStatus = "unchecked"
     final_url: str | None = None
     http_status: int | None = None
+    note: str | None = None  # why it is in error, or what is notable ("archived")
 
 
 @dataclass(frozen=True)

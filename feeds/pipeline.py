@@ -46,8 +46,12 @@ class RunSummary:
     papers_updated: int = 0
     papers_total: int = 0
     new_matches: dict[str, int] = field(default_factory=dict)
-    links_found: int = 0
+    links_found: int = 0  # new links in digests
     links_checked: int = 0
+    link_statuses: dict[str, int] = field(default_factory=dict)  # of this run's checks
+    lookups: int = 0  # papers looked up on arXiv / Hugging Face
+    links_looked_up: int = 0  # new links those lookups gave
+    warnings: tuple[str, ...] = ()
     rejected: tuple[Rejection, ...] = ()
     problems: tuple[Diagnostic, ...] = ()
     files: WriteStats = field(default_factory=lambda: WriteStats(0, 0, 0))
@@ -75,18 +79,21 @@ def run(
     *,
     now: Callable[[], datetime] = _utcnow,
     progress: Progress | None = None,
+    offline: bool = False,
 ) -> RunSummary:
     """Run one cycle under the state's lock and return what happened."""
     s = config.settings
     with exclusive(s.state):
         store = Store(s.state, now())
         try:
-            return _cycle(config, store, now(), progress or (lambda _msg: None))
+            return _cycle(config, store, now(), progress or (lambda _msg: None), offline)
         finally:
             store.close()
 
 
-def _cycle(config: Config, store: Store, now: datetime, progress: Progress) -> RunSummary:
+def _cycle(
+    config: Config, store: Store, now: datetime, progress: Progress, offline: bool
+) -> RunSummary:
     s = config.settings
     run_id = store.start_run(now)
     rejected: list[Rejection] = []
@@ -135,6 +142,21 @@ def _cycle(config: Config, store: Store, now: datetime, progress: Progress) -> R
     new_matches = _match(config, store, now)
     progress("publishing")
     files = publish(config, store)
+    # Links are resolved after publishing: feeds go out with what is known, and the
+    # items whose links changed are published again below.
+    if s.links.check and not offline:
+        from feeds.links.resolve import resolve_links  # the network stack, only when used
+
+        report = resolve_links(store, s.links, now, progress)
+    else:
+        from feeds.links.resolve import LinkReport
+
+        report = LinkReport()
+    if report.changed or report.found:
+        progress("publishing")
+        again = publish(config, store)
+        files = WriteStats(files.written + again.written, again.unchanged,
+                           files.removed + again.removed)  # fmt: skip
     summary = RunSummary(
         digests=counts["digests"],
         known=counts["known"],
@@ -143,6 +165,11 @@ def _cycle(config: Config, store: Store, now: datetime, progress: Progress) -> R
         papers_total=store.paper_count(),
         new_matches=new_matches,
         links_found=counts["links"],
+        links_checked=report.checked,
+        link_statuses=report.statuses,
+        lookups=report.looked_up,
+        links_looked_up=report.found,
+        warnings=report.problems,
         rejected=tuple(rejected),
         problems=tuple(problems),
         files=files,

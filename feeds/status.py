@@ -27,7 +27,8 @@ def gather(config: Config) -> dict[str, Any]:
             ],
             "skipped_records": [str(d) for d in store.diagnostics()],
             "topics": {t.id: members.get(t.id, 0) for t in config.topics},
-            "link_health": store.link_health(),
+            "link_health": store.link_health(datetime.now(UTC)),
+            "lookups": store.lookup_counts(),
             "last_run": None if last is None else {
                 "started": last[0], "finished": last[1], "summary": last[2],
             },
@@ -53,6 +54,9 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  {topic_id:<{width}}  {n} papers")
     health = ", ".join(f"{n} {s}" for s, n in report["link_health"].items()) or "none"
     lines.append(f"links: {report['links']} ({health})")
+    if report["lookups"]:
+        looked = ", ".join(f"{n} {k}" for k, n in report["lookups"].items())
+        lines.append(f"lookups: {looked}")
     last = report["last_run"]
     if last:
         s = last["summary"]

@@ -47,10 +47,23 @@ CREATE INDEX papers_unmatched ON papers (unmatched) WHERE unmatched;
 CREATE TABLE sightings (paper_id TEXT NOT NULL, digest TEXT NOT NULL, line INTEGER NOT NULL,
     PRIMARY KEY (paper_id, digest));
 CREATE TABLE links (
-    paper_id TEXT NOT NULL, url TEXT NOT NULL, kind TEXT NOT NULL, source TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'unchecked', final_url TEXT, http_status INTEGER,
-    checked TEXT, position INTEGER NOT NULL,
+    paper_id TEXT NOT NULL, url TEXT NOT NULL, kind TEXT NOT NULL,
+    source TEXT NOT NULL,           -- digest, arxiv, huggingface
+    position INTEGER NOT NULL,
     PRIMARY KEY (paper_id, url)
+);
+CREATE INDEX links_url ON links (url);
+CREATE TABLE url_checks (           -- one check per URL, whatever papers share it
+    url TEXT PRIMARY KEY,
+    status TEXT NOT NULL, http_status INTEGER, final_url TEXT, note TEXT,
+    checked TEXT NOT NULL, due TEXT NOT NULL,
+    failures INTEGER NOT NULL DEFAULT 0,
+    dns_failing_since TEXT
+);
+CREATE TABLE lookups (              -- enrichment: which paper was looked up where, and when
+    paper_id TEXT NOT NULL, source TEXT NOT NULL,
+    checked TEXT NOT NULL, due TEXT, found INTEGER NOT NULL, note TEXT,
+    PRIMARY KEY (paper_id, source)
 );
 CREATE TABLE topics (topic_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
 CREATE TABLE members (
@@ -251,36 +264,109 @@ class Store:
         added = 0
         for link in links:
             cur = self.db.execute(
-                "INSERT OR IGNORE INTO links (paper_id, url, kind, source, status, final_url,"
-                " http_status, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    paper_id,
-                    link.url,
-                    link.kind,
-                    link.source,
-                    link.status,
-                    link.final_url,
-                    link.http_status,
-                    start + added,
-                ),
+                "INSERT OR IGNORE INTO links (paper_id, url, kind, source, position)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (paper_id, link.url, link.kind, link.source, start + added),
             )
             added += cur.rowcount
         return added
 
     def links(self) -> dict[str, tuple[Link, ...]]:
-        """Return every paper's links, in the order they were found."""
+        """Return every paper's links with their latest check, in the order they were found."""
         out: dict[str, list[Link]] = {}
         rows = self.db.execute(
-            "SELECT paper_id, url, kind, source, status, final_url, http_status FROM links"
-            " ORDER BY paper_id, position"
+            "SELECT l.paper_id, l.url, l.kind, l.source, coalesce(c.status, 'unchecked'),"
+            " c.final_url, c.http_status, c.note"
+            " FROM links l LEFT JOIN url_checks c ON c.url = l.url"
+            " ORDER BY l.paper_id, l.position"
         )
-        for pid, url, kind, source, status, final_url, http_status in rows:
-            out.setdefault(pid, []).append(Link(url, kind, source, status, final_url, http_status))
+        for pid, url, kind, source, status, final_url, http_status, note in rows:
+            link = Link(url, kind, source, status, final_url, http_status, note)
+            out.setdefault(pid, []).append(link)
         return {k: tuple(v) for k, v in out.items()}
 
-    def link_health(self) -> dict[str, int]:
-        rows = self.db.execute("SELECT status, count(*) FROM links GROUP BY status ORDER BY 1")
-        return {str(s): int(n) for s, n in rows}
+    def due_urls(self, now: datetime) -> list[str]:
+        """Return the URLs never checked or due again, never-checked first."""
+        rows = self.db.execute(
+            "SELECT DISTINCT l.url, c.due FROM links l LEFT JOIN url_checks c ON c.url = l.url"
+            " WHERE c.due IS NULL OR c.due <= ? ORDER BY c.due IS NOT NULL, c.due, l.url",
+            (_ts(now),),
+        )
+        return [str(r[0]) for r in rows]
+
+    def url_check(self, url: str) -> tuple[int, datetime | None]:
+        """Return (failures so far, since when the name has not resolved) for a URL."""
+        row = self.db.execute(
+            "SELECT failures, dns_failing_since FROM url_checks WHERE url = ?", (url,)
+        ).fetchone()
+        if row is None:
+            return 0, None
+        return int(row[0]), parse_ts(row[1]) if row[1] else None
+
+    def put_check(
+        self,
+        url: str,
+        status: str,
+        http_status: int | None,
+        final_url: str | None,
+        note: str | None,
+        now: datetime,
+        due: datetime,
+        failures: int,
+        dns_failing_since: datetime | None,
+    ) -> bool:
+        """Record a check; return True when what a reader sees (status, target) changed."""
+        old = self.db.execute(
+            "SELECT status, final_url, note FROM url_checks WHERE url = ?", (url,)
+        ).fetchone()
+        self.db.execute(
+            "INSERT OR REPLACE INTO url_checks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (url, status, http_status, final_url, note, _ts(now), _ts(due), failures,
+             _ts(dns_failing_since) if dns_failing_since else None),
+        )  # fmt: skip
+        return old is None or tuple(old) != (status, final_url, note)
+
+    def link_health(self, now: datetime | None = None) -> dict[str, int]:
+        """Return the number of links per status (and `due`: to check on the next run)."""
+        rows = self.db.execute(
+            "SELECT coalesce(c.status, 'unchecked'), count(*) FROM links l"
+            " LEFT JOIN url_checks c ON c.url = l.url GROUP BY 1 ORDER BY 1"
+        )
+        health = {str(s): int(n) for s, n in rows}
+        if now is not None:
+            health["due"] = len(self.due_urls(now))
+        return health
+
+    def papers_to_look_up(self, source: str, now: datetime, limit: int) -> list[str]:
+        """Return ids of papers without a code link that `source` has not been asked about
+        (or is due to be asked again), newest first."""
+        rows = self.db.execute(
+            "SELECT p.paper_id FROM papers p"
+            " LEFT JOIN lookups k ON k.paper_id = p.paper_id AND k.source = ?"
+            " WHERE NOT EXISTS (SELECT 1 FROM links l WHERE l.paper_id = p.paper_id"
+            "                   AND l.kind = 'code')"
+            " AND (k.paper_id IS NULL OR (k.due IS NOT NULL AND k.due <= ?))"
+            " ORDER BY k.paper_id IS NOT NULL, p.seq DESC LIMIT ?",
+            (source, _ts(now), limit),
+        )
+        return [str(r[0]) for r in rows]
+
+    def put_lookup(
+        self, paper_id: str, source: str, now: datetime, due: datetime | None, found: bool,
+        note: str | None = None,
+    ) -> None:  # fmt: skip
+        self.db.execute(
+            "INSERT OR REPLACE INTO lookups VALUES (?, ?, ?, ?, ?, ?)",
+            (paper_id, source, _ts(now), _ts(due) if due else None, int(found), note),
+        )
+
+    def lookup_counts(self) -> dict[str, int]:
+        rows = self.db.execute(
+            "SELECT source || ' ' || CASE WHEN found THEN 'found' WHEN note IS NOT NULL"
+            " THEN 'failed' ELSE 'not found' END,"
+            " count(*) FROM lookups GROUP BY 1 ORDER BY 1"
+        )
+        return {str(k): int(n) for k, n in rows}
 
     # -- topics and memberships ---------------------------------------------------------
 

@@ -17,6 +17,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
 
+def offline(config: Config) -> Config:
+    """Return the config with link checks and lookups off: tests never need the internet."""
+    links = replace(config.settings.links, check=False)
+    return replace(config, settings=replace(config.settings, links=links))
+
+
 @dataclass(frozen=True)
 class Workspace:
     """A scratch project folder: inbox (a copy of seeds/), config, and where output goes."""
@@ -31,13 +37,13 @@ class Workspace:
         """Return the loaded config pointed at this workspace, as the CLI options would."""
         config = load(subscriptions or self.subscriptions, settings)
         s = replace(config.settings, inbox=(self.inbox,), public_dir=self.public, state=self.state)
-        return replace(config, settings=s)
+        return offline(replace(config, settings=s))
 
     def cli_args(self) -> list[str]:
         """Return the `feeds run` options that point at this workspace."""
         return [
             "--subscriptions", str(self.subscriptions), "--inbox", str(self.inbox),
-            "--public", str(self.public), "--state", str(self.state),
+            "--public", str(self.public), "--state", str(self.state), "--offline",
         ]  # fmt: skip
 
 

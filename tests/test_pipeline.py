@@ -16,6 +16,7 @@ from feeds.config import load
 from feeds.errors import StateError
 from feeds.lock import exclusive
 from feeds.pipeline import run
+from tests.conftest import offline
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -40,7 +41,7 @@ def _config(project: Path, *, inbox: str = "seeds"):  # type: ignore[no-untyped-
         public_dir=project / "public",
         state=project / ".paperfeeds" / "state.sqlite3",
     )
-    return replace(config, settings=settings)
+    return offline(replace(config, settings=settings))
 
 
 def _snapshot(public: Path) -> dict[str, tuple[bytes, int]]:
@@ -53,7 +54,7 @@ def _snapshot(public: Path) -> dict[str, tuple[bytes, int]]:
 
 def _cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "feeds", *args],
+        [sys.executable, "-m", "feeds", *args, "--offline"],
         cwd=project,
         capture_output=True,
         text=True,

@@ -98,7 +98,7 @@ def site(new_workspace, feeds_cli):
     ws = new_workspace("site")
     rel = ["--subscriptions", "config/subscriptions.yaml", "--inbox", "inbox",
            "--public", "public", "--state", "state/state.sqlite3"]  # fmt: skip
-    proc = feeds_cli(ws.root, "run", *rel, "--json")
+    proc = feeds_cli(ws.root, "run", *rel, "--json", "--offline")
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["papers_new"] == SEED_PAPERS

@@ -15,6 +15,7 @@ import pytest
 
 from feeds.config import Config, load
 from feeds.pipeline import run
+from tests.conftest import offline
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -61,7 +62,7 @@ def _config(project: Path, subscriptions: str) -> Config:
         public_dir=project / "public",
         state=project / "state.sqlite3",
     )
-    return replace(config, settings=settings)
+    return offline(replace(config, settings=settings))
 
 
 def _files(public: Path) -> dict[str, tuple[bytes, int]]:

@@ -147,6 +147,7 @@ def render_json_feed(site: Site, feed: FeedView) -> bytes:
                             "status": link.status,
                             "final_url": link.final_url,
                             "http_status": link.http_status,
+                            "note": link.note,
                         }
                         for link in item.links
                     ],

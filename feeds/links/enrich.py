@@ -1,0 +1,186 @@
+"""Find links a digest did not give: arXiv by title, then Hugging Face's paper page.
+
+Parsing is pure (bytes in, data out); `Enricher` does the fetching, politely and guarded.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+from xml.etree import ElementTree as ET
+
+import httpx
+
+from feeds.links.extract import classify, normalize_url
+from feeds.links.guard import AddressPolicy, BlockedAddress, NameNotResolved, deadline
+from feeds.model import Link
+from feeds.text import title_key
+
+ATOM = "{http://www.w3.org/2005/Atom}"
+MAX_RESPONSE = 2 * 1024 * 1024  # an API answer larger than this is refused
+TITLE_SIMILARITY = 0.97  # near-exact: punctuation and case aside, the same title
+_ARXIV_ID = re.compile(r"arxiv\.org/abs/([^/?#]+?)(?:v\d+)?$")
+
+
+class LookupFailed(Exception):
+    """A lookup failed (network, status, size, format); try again on a later run."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """What an external source knows of a paper."""
+
+    source: str
+    title: str
+    arxiv_id: str | None = None
+    links: tuple[Link, ...] = ()
+
+
+def same_title(a: str, b: str) -> bool:
+    """Return True when two titles are the same paper's (case, punctuation and spacing aside)."""
+    ka, kb = title_key(a), title_key(b)
+    return ka == kb or difflib.SequenceMatcher(None, ka, kb).ratio() >= TITLE_SIMILARITY
+
+
+def parse_arxiv(content: bytes) -> list[Found]:
+    """Return the entries of an arXiv API (Atom) answer."""
+    try:
+        root = ET.fromstring(content)
+    except ET.ParseError as e:
+        raise LookupFailed(f"arXiv answer is not XML: {e}") from e
+    found = []
+    for entry in root.iter(f"{ATOM}entry"):
+        title = " ".join((entry.findtext(f"{ATOM}title") or "").split())
+        abs_url = (entry.findtext(f"{ATOM}id") or "").strip()
+        m = _ARXIV_ID.search(abs_url)
+        if not title or not m:
+            continue
+        arxiv_id = m.group(1)
+        links = (
+            Link(f"https://arxiv.org/abs/{arxiv_id}", "paper", "arxiv"),
+            Link(f"https://arxiv.org/pdf/{arxiv_id}", "paper", "arxiv"),
+        )
+        found.append(Found("arxiv", title, arxiv_id, links))
+    return found
+
+
+def parse_huggingface(content: bytes) -> list[Found]:
+    """Return the papers in a Hugging Face papers API answer (one paper, or a search list)."""
+    try:
+        data: Any = json.loads(content)
+    except ValueError as e:
+        raise LookupFailed(f"Hugging Face answer is not JSON: {e}") from e
+    items = data if isinstance(data, list) else [data]
+    found = []
+    for item in items:
+        paper = item.get("paper", item) if isinstance(item, dict) else None
+        if not isinstance(paper, dict) or not paper.get("title"):
+            continue
+        links = []
+        repo, page = paper.get("githubRepo"), paper.get("projectPage")
+        if isinstance(repo, str) and repo.startswith(("http://", "https://")):
+            links.append(Link(normalize_url(repo), classify(normalize_url(repo)), "huggingface"))
+        if isinstance(page, str) and page.startswith(("http://", "https://")):
+            links.append(Link(normalize_url(page), "project", "huggingface"))
+        arxiv_id = paper.get("id") if isinstance(paper.get("id"), str) else None
+        found.append(Found("huggingface", str(paper["title"]), arxiv_id, tuple(links)))
+    return found
+
+
+class Throttle:
+    """At most one request per `interval` seconds (arXiv asks for one every 3 seconds)."""
+
+    def __init__(
+        self,
+        interval: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.interval = interval
+        self.clock = clock
+        self.sleep = sleep
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        with self._lock:
+            now = self.clock()
+            if now < self._next:
+                self.sleep(self._next - now)
+                now = self._next
+            self._next = now + self.interval
+
+
+class Enricher:
+    """Looks papers up on arXiv and Hugging Face through a guarded client."""
+
+    def __init__(
+        self,
+        client: httpx.Client,
+        policy: AddressPolicy,
+        *,
+        arxiv_api: str | None = "https://export.arxiv.org/api/query",
+        huggingface_api: str | None = "https://huggingface.co/api",
+        arxiv_throttle: Throttle | None = None,
+        total_timeout: float = 30.0,
+    ) -> None:
+        self.client = client
+        self.policy = policy
+        self.arxiv_api = arxiv_api
+        self.huggingface_api = huggingface_api.rstrip("/") if huggingface_api else None
+        self.throttle = arxiv_throttle or Throttle(3.0)
+        self.total_timeout = total_timeout
+
+    def _get(self, url: str) -> bytes | None:
+        """Return the body of a 200 answer, None for a 404; raise LookupFailed otherwise."""
+        problem = self.policy.url_problem(url)
+        if problem:
+            raise LookupFailed(f"not fetched: {problem}")
+        try:
+            with deadline(self.total_timeout), self.client.stream("GET", url) as response:
+                if response.status_code == 404:
+                    return None
+                if response.status_code != 200:
+                    raise LookupFailed(f"HTTP {response.status_code} from {url}")
+                body = bytearray()
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if len(body) > MAX_RESPONSE:
+                        raise LookupFailed(f"answer larger than {MAX_RESPONSE} bytes")
+                return bytes(body)
+        except (BlockedAddress, NameNotResolved, httpx.HTTPError) as e:
+            raise LookupFailed(f"{type(e).__name__}: {e}"[:200]) from e
+
+    def arxiv(self, title: str) -> Found | None:
+        """Return the arXiv entry whose title is (near-)exactly this one, or None."""
+        if not self.arxiv_api:
+            return None
+        words = re.sub(r"[^\w\s-]", " ", title)
+        query = urlencode({"search_query": f'ti:"{" ".join(words.split())}"', "max_results": 5})
+        self.throttle.wait()
+        body = self._get(f"{self.arxiv_api}?{query}")
+        for entry in parse_arxiv(body) if body else []:
+            if same_title(entry.title, title):
+                return entry
+        return None
+
+    def huggingface(self, title: str, arxiv_id: str | None) -> Found | None:
+        """Return Hugging Face's paper record (code repo, project page), or None."""
+        if not self.huggingface_api:
+            return None
+        if arxiv_id:
+            url = f"{self.huggingface_api}/papers/{quote(arxiv_id)}"
+        else:
+            url = f"{self.huggingface_api}/papers/search?{urlencode({'q': title})}"
+        body = self._get(url)
+        for paper in parse_huggingface(body) if body else []:
+            if same_title(paper.title, title):
+                return paper
+        return None
