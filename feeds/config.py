@@ -47,6 +47,7 @@ class LinkSettings:
     arxiv: bool = True  # look up papers without a code link on arXiv...
     huggingface: bool = True  # ...and on Hugging Face's paper pages
     lookups_per_run: int = 20  # arXiv allows one request per 3 s: bound a run's time
+    arxiv_delay: float = 3.0  # seconds between arXiv requests, as arXiv asks
     arxiv_api: str = "https://export.arxiv.org/api/query"
     huggingface_api: str = "https://huggingface.co/api"
     github_api: str = "https://api.github.com"
@@ -265,7 +266,7 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
 
 _LINK_KEYS: tuple[str, ...] = ("check", "allow_hosts", "timeout", "concurrency", "per_host")
 _LINK_KEYS += ("arxiv", "huggingface", "lookups_per_run", "arxiv_api", "huggingface_api")
-_LINK_KEYS += ("github_api",)
+_LINK_KEYS += ("github_api", "arxiv_delay")
 _SETTINGS_KEYS: tuple[str, ...] = (
     "site",
     "inbox",
@@ -340,6 +341,8 @@ def load_settings(path: Path | None) -> Settings:
                 lv[key] = _http_url(r, links[key], f"links.{key}")
         if "allow_hosts" in links:
             lv["allow_hosts"] = r.texts(links["allow_hosts"], "links.allow_hosts")
+        if "arxiv_delay" in links:
+            lv["arxiv_delay"] = _duration(r, links["arxiv_delay"], "links.arxiv_delay")
         if "timeout" in links:
             lv["timeout"] = _duration(r, links["timeout"], "links.timeout", least=0.1)
         if "concurrency" in links:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -15,6 +17,27 @@ from feeds.config import Config, load
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
+
+
+_real_getaddrinfo = socket.getaddrinfo
+
+
+def _local_getaddrinfo(host: object, *args: object, **kwargs: object) -> object:
+    """Resolve only loopback names and literal addresses: no test may reach the internet."""
+    name = host.decode() if isinstance(host, bytes) else str(host or "")
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        if name != "localhost" and not name.endswith(".localhost"):
+            raise socket.gaierror(socket.EAI_NONAME, f"tests run offline: {name}") from None
+    return _real_getaddrinfo(host, *args, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def _no_internet(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process code cannot resolve internet names (tests marked `network` excepted)."""
+    if request.node.get_closest_marker("network") is None:
+        monkeypatch.setattr(socket, "getaddrinfo", _local_getaddrinfo)
 
 
 def offline(config: Config) -> Config:

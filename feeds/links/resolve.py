@@ -92,7 +92,7 @@ def _look_up(
         client, policy,
         arxiv_api=settings.arxiv_api if settings.arxiv else None,
         huggingface_api=settings.huggingface_api if settings.huggingface else None,
-        arxiv_throttle=Throttle(3.0), total_timeout=settings.timeout,
+        arxiv_throttle=Throttle(settings.arxiv_delay), total_timeout=settings.timeout,
     )  # fmt: skip
     source = "arxiv" if settings.arxiv else "huggingface"
     if not (settings.arxiv or settings.huggingface) or settings.lookups_per_run == 0:
