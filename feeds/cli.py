@@ -110,6 +110,10 @@ def _print_summary(summary: Any, config: Config, quiet: bool, offline: bool) -> 
         click.echo(f"skipped record: {p}", err=True)
     for w in summary.warnings:
         click.echo(f"warning: {w}", err=True)
+    for source in summary.stale:
+        click.echo(f"stale source: {source}", err=True)
+    for name in summary.deferred:
+        click.echo(f"not yet: {name} is still being written; next cycle", err=True)
     if quiet:
         return
     s = summary
@@ -193,6 +197,86 @@ def check(
                 click.echo(f"      {title[:90]}")
         for warning in r.warnings:
             click.echo(f"    warning: {warning}")
+
+
+@cli.command()
+@_common
+def watch(
+    subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: Path | None,
+    state: Path | None, offline: bool, quiet: bool, as_json: bool,
+) -> None:  # fmt: skip
+    """Run the cycle now and then on the schedule; SIGINT/SIGTERM finish it and exit 0."""
+    import logging
+
+    from feeds.pipeline import run as run_cycle
+    from feeds.schedule import watch as run_watch
+
+    logging.basicConfig(
+        level=logging.WARNING if quiet else logging.INFO,
+        format="%(asctime)s %(message)s",
+        datefmt="%Y-%m-%dT%H:%M:%S",
+    )
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    try:
+        config = _config(subscriptions, settings, inbox, public, state)
+    except FeedsError as e:
+        _fail(e)
+        return
+    s = config.settings
+    how = f"every {s.schedule_every:g}s" if s.schedule_every else f"cron '{s.schedule_cron}'"
+    logging.getLogger("feeds.watch").info("watching %s, %s", ", ".join(map(str, s.inbox)), how)
+
+    def cycle() -> float | None:
+        try:
+            summary = run_cycle(config, offline=offline, settle=s.settle, lock_wait=5)
+        except FeedsError as e:  # e.g. a `feeds run` holds the lock: next time
+            logging.getLogger("feeds.watch").warning("cycle skipped: %s", e)
+            return None
+        if as_json:
+            click.echo(json.dumps(summary.as_json(), ensure_ascii=False))
+        elif quiet or summary.digests or summary.rejected or summary.files.written:
+            _print_summary(summary, config, quiet, offline)  # quiet: only the problems
+        return summary.retry_at
+
+    run_watch(s, cycle)
+
+
+@cli.command()
+@click.option("--public", type=click.Path(path_type=Path), help="Folder to serve.")
+@click.option("--settings", type=click.Path(path_type=Path), default=None, help="Settings file.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=int, help="Port.")
+@click.option("--verbose", "-v", is_flag=True, help="Log every request.")
+def serve(public: Path | None, settings: Path | None, host: str, port: int, verbose: bool) -> None:
+    """Serve public/ on this machine for a feed reader (feed content types, 304s)."""
+    from feeds.config import load_settings
+    from feeds.serve import make_server
+
+    try:
+        if settings is None and DEFAULT_SETTINGS.exists():
+            settings = DEFAULT_SETTINGS
+        folder = public or load_settings(settings).public_dir
+    except FeedsError as e:
+        _fail(e)
+        return
+    if not (folder / "index.html").is_file():
+        click.echo(f"error: {folder}/index.html not found: run `feeds run` first", err=True)
+        sys.exit(EXIT_FAILURE)
+    try:
+        server = make_server(folder, host, port)
+    except OSError as e:
+        click.echo(f"error: cannot listen on {host}:{port}: {e.strerror}", err=True)
+        sys.exit(EXIT_FAILURE)
+    server.verbose = verbose  # type: ignore[attr-defined]
+    shown = "localhost" if host in ("127.0.0.1", "::1") else host
+    click.echo(f"serving {folder}/ at http://{shown}:{server.server_address[1]}/ (Ctrl-C stops)")
+    click.echo(f"subscribe: http://{shown}:{server.server_address[1]}/feeds.opml")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 def main() -> None:

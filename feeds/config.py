@@ -64,6 +64,7 @@ class Settings:
     schedule_every: float | None = 900.0
     schedule_cron: str | None = None
     settle: float = 5.0
+    stale_after: float = 3 * 86400.0  # a source unchanged this long is reported as stale
     max_items: int = 100
     links: LinkSettings = field(default_factory=LinkSettings)
 
@@ -275,6 +276,7 @@ _SETTINGS_KEYS: tuple[str, ...] = (
     "state",
     "schedule",
     "settle",
+    "stale_after",
 )
 _SETTINGS_KEYS += ("feed", "links")
 
@@ -299,8 +301,6 @@ def load_settings(path: Path | None) -> Settings:
             values["base_url"] = url if url.endswith("/") else url + "/"
     if "inbox" in m:
         values["inbox"] = tuple(Path(p) for p in r.texts(m["inbox"], "inbox"))
-    if "sources" in m:
-        values["sources"] = r.texts(m["sources"], "sources")
     for key in ("public_dir", "state"):
         if key in m:
             values[key] = Path(r.text(m[key], key))
@@ -319,6 +319,12 @@ def load_settings(path: Path | None) -> Settings:
             values["schedule_cron"] = cron
     if "settle" in m:
         values["settle"] = _duration(r, m["settle"], "settle")
+    if "stale_after" in m:
+        values["stale_after"] = _duration(r, m["stale_after"], "stale_after", least=60)
+    if "sources" in m:
+        values["sources"] = tuple(
+            _http_url(r, item, "sources") for item in r.items(m["sources"], "sources")
+        )
     if "feed" in m:
         feed = r.mapping(m["feed"], ("max_items",), "feed")
         if "max_items" in feed:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from feeds.errors import DigestRejected
+from feeds.model import SourceState
 
 _PARTIAL_SUFFIXES = (".tmp", ".part", "~")
 
@@ -16,6 +18,9 @@ _PARTIAL_SUFFIXES = (".tmp", ".part", "~")
 class Input:
     name: str  # how the user knows it: the path as found, or the URL
     content: bytes
+    # For a remote source: its new state (validators), stored only together with the
+    # digest, so that a crash in between cannot leave a "not modified" with nothing ingested.
+    source: SourceState | None = None
 
     @property
     def digest_hash(self) -> str:
@@ -40,8 +45,21 @@ def inbox_files(folders: Iterable[Path]) -> Iterator[Path]:
                 yield path
 
 
-def read_input(path: Path) -> Input:
+def read_input(path: Path, settle: float = 0.0, now: float | None = None) -> Input | float:
+    """Return the file's content, or the time (epoch seconds) to look again when the file
+    is still being written: changed less than `settle` seconds ago, or changing as we read.
+    """
     try:
-        return Input(str(path), path.read_bytes())
+        before = path.stat()
+        ready_at = before.st_mtime + settle
+        if settle and (time.time() if now is None else now) < ready_at:
+            return ready_at
+        content = path.read_bytes()
+        after = path.stat()
     except OSError as e:
         raise DigestRejected(f"cannot read: {e.strerror}", file=str(path)) from e
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or len(
+        content
+    ) != after.st_size:
+        return (time.time() if now is None else now) + max(settle, 1.0)
+    return Input(str(path), content)

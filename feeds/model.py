@@ -80,6 +80,20 @@ class Item:
     matched: tuple[Hit, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class SourceState:
+    """What we remember of a source between runs."""
+
+    url: str
+    etag: str | None = None
+    last_modified: str | None = None
+    last_ok: datetime | None = None  # last successful fetch (200 or 304)
+    last_change: datetime | None = None  # last time its content was new
+    failures: int = 0
+    next_try: datetime | None = None
+    error: str | None = None
+
+
 def _combine(old: str | None, new: str | None) -> str | None:
     """Return both texts when each says something the other does not."""
     if not old or not new:

@@ -54,6 +54,9 @@ class RunSummary:
     warnings: tuple[str, ...] = ()
     rejected: tuple[Rejection, ...] = ()
     problems: tuple[Diagnostic, ...] = ()
+    deferred: tuple[str, ...] = ()  # files still being written, left for a later cycle
+    retry_at: float | None = None  # when the first deferred file may have settled (epoch s)
+    stale: tuple[str, ...] = ()  # remote sources failing or unchanged for long
     files: WriteStats = field(default_factory=lambda: WriteStats(0, 0, 0))
 
     @property
@@ -80,46 +83,97 @@ def run(
     now: Callable[[], datetime] = _utcnow,
     progress: Progress | None = None,
     offline: bool = False,
+    settle: float = 0.0,
+    lock_wait: float = 30.0,
 ) -> RunSummary:
-    """Run one cycle under the state's lock and return what happened."""
+    """Run one cycle under the state's lock and return what happened.
+
+    `settle`: files modified less than this many seconds ago are left for a later cycle
+    (`feeds watch`); `feeds run` takes files as they are.
+    """
     s = config.settings
-    with exclusive(s.state):
+    with exclusive(s.state, wait=lock_wait):
         store = Store(s.state, now())
         try:
-            return _cycle(config, store, now(), progress or (lambda _msg: None), offline)
+            return _cycle(config, store, now(), progress or (lambda _msg: None), offline, settle)
         finally:
             store.close()
 
 
+@dataclass
+class _Collected:
+    inputs: list[Input] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)
+    retry_at: float | None = None
+    stale: list[str] = field(default_factory=list)
+
+
+def _collect(
+    config: Config, store: Store, now: datetime, settle: float, offline: bool,
+    progress: Progress,
+) -> _Collected:  # fmt: skip
+    """Read the inbox folders and fetch the remote sources."""
+    s = config.settings
+    got = _Collected()
+    for folder in s.inbox:
+        try:
+            paths = list(inbox_files([folder]))
+        except DigestRejected as e:
+            got.rejected.append(Rejection(e.file or str(folder), e.message))
+            continue
+        for path in paths:
+            try:
+                result = read_input(path, settle, now.timestamp())
+            except DigestRejected as e:
+                got.rejected.append(Rejection(e.file or str(path), e.message))
+                continue
+            if isinstance(result, Input):
+                got.inputs.append(result)
+            else:
+                got.deferred.append(str(path))
+                got.retry_at = min(result, got.retry_at or result)
+    if s.sources and not offline:
+        from feeds.remote import fetch_sources  # the network stack, only when used
+
+        fetched, stale = fetch_sources(store, s, now, progress)
+        got.inputs.extend(fetched)
+        got.stale.extend(stale)
+    return got
+
+
 def _cycle(
-    config: Config, store: Store, now: datetime, progress: Progress, offline: bool
-) -> RunSummary:
+    config: Config, store: Store, now: datetime, progress: Progress, offline: bool,
+    settle: float,
+) -> RunSummary:  # fmt: skip
     s = config.settings
     run_id = store.start_run(now)
-    rejected: list[Rejection] = []
     problems: list[Diagnostic] = []
     counts = {"digests": 0, "known": 0, "new": 0, "changed": 0, "links": 0}
 
-    inputs: list[Input] = []
-    for folder in s.inbox:
-        try:
-            inputs.extend(read_input(p) for p in inbox_files([folder]))
-        except DigestRejected as e:
-            rejected.append(Rejection(e.file or str(folder), e.message))
+    got = _collect(config, store, now, settle, offline, progress)
+    inputs, rejected = got.inputs, got.rejected
     for n, item in enumerate(inputs, start=1):
         progress(f"digest {n}/{len(inputs)}: {item.name}")
         h = item.digest_hash
         if store.digest_status(h) is not None:
             counts["known"] += 1
+            if item.source:
+                with store.transaction():
+                    store.put_source(item.source)
             continue
         try:
             parsed = parse(item.content, item.name)
         except DigestRejected as e:
             with store.transaction():
                 store.add_digest(h, item.name, now, status="rejected", reason=e.message)
+                if item.source:
+                    store.put_source(item.source)
             rejected.append(Rejection(item.name, e.message))
             continue
         with store.transaction():  # a digest is ingested whole or not at all
+            if item.source:
+                store.put_source(item.source)
             for line, paper in parsed.papers:
                 result = store.put_paper(paper, h, line, now)
                 counts[result] = counts.get(result, 0) + 1
@@ -170,6 +224,9 @@ def _cycle(
         lookups=report.looked_up,
         links_looked_up=report.found,
         warnings=report.problems,
+        deferred=tuple(got.deferred),
+        retry_at=got.retry_at,
+        stale=tuple(got.stale),
         rejected=tuple(rejected),
         problems=tuple(problems),
         files=files,

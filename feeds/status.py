@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from feeds.config import Config
 from feeds.errors import StateError
+from feeds.model import SourceState
+from feeds.sources import stale_reason
 from feeds.store import Store
 
 
@@ -29,12 +31,25 @@ def gather(config: Config) -> dict[str, Any]:
             "topics": {t.id: members.get(t.id, 0) for t in config.topics},
             "link_health": store.link_health(datetime.now(UTC)),
             "lookups": store.lookup_counts(),
+            "sources": [_source(src, config) for src in store.sources()],
             "last_run": None if last is None else {
                 "started": last[0], "finished": last[1], "summary": last[2],
             },
         }  # fmt: skip
     finally:
         store.close()
+
+
+def _source(src: SourceState, config: Config) -> dict[str, Any]:
+    stale = stale_reason(src, datetime.now(UTC), timedelta(seconds=config.settings.stale_after))
+    return {
+        "url": src.url,
+        "last_ok": src.last_ok.isoformat() if src.last_ok else None,
+        "last_change": src.last_change.isoformat() if src.last_change else None,
+        "failures": src.failures,
+        "error": src.error,
+        "stale": stale,
+    }
 
 
 def render_text(report: dict[str, Any]) -> str:
@@ -57,6 +72,9 @@ def render_text(report: dict[str, Any]) -> str:
     if report["lookups"]:
         looked = ", ".join(f"{n} {k}" for k, n in report["lookups"].items())
         lines.append(f"lookups: {looked}")
+    for src in report["sources"]:
+        health = f"stale: {src['stale']}" if src["stale"] else f"ok, changed {src['last_change']}"
+        lines.append(f"source {src['url']}: {health}")
     last = report["last_run"]
     if last:
         s = last["summary"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from feeds.errors import StateError
-from feeds.model import Diagnostic, Hit, Institution, Link, Paper, merge
+from feeds.model import Diagnostic, Hit, Institution, Link, Paper, SourceState, merge
 
 SCHEMA_VERSION = 1
 
@@ -73,6 +73,10 @@ CREATE TABLE members (
     PRIMARY KEY (topic_id, paper_id)
 );
 CREATE INDEX members_order ON members (topic_id, entered);
+CREATE TABLE sources (              -- remote digests: conditional GET state and health
+    url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, last_ok TEXT, last_change TEXT,
+    failures INTEGER NOT NULL DEFAULT 0, next_try TEXT, error TEXT
+);
 CREATE TABLE runs (id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT,
     summary TEXT);
 """
@@ -84,6 +88,14 @@ def _ts(dt: datetime) -> str:
 
 def parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def _dt(text: str | None) -> datetime | None:
+    return parse_ts(text) if text else None
+
+
+def _opt_ts(dt: datetime | None) -> str | None:
+    return _ts(dt) if dt else None
 
 
 class Store:
@@ -420,6 +432,32 @@ class Store:
     def member_counts(self) -> dict[str, int]:
         rows = self.db.execute("SELECT topic_id, count(*) FROM members GROUP BY topic_id")
         return {str(t): int(n) for t, n in rows}
+
+    # -- remote sources -----------------------------------------------------------------
+
+    def source(self, url: str) -> SourceState:
+        row = self.db.execute(
+            "SELECT etag, last_modified, last_ok, last_change, failures, next_try, error"
+            " FROM sources WHERE url = ?",
+            (url,),
+        ).fetchone()
+        if row is None:
+            return SourceState(url)
+        etag, modified, ok, change, failures, next_try, error = row
+        return SourceState(
+            url, etag, modified, _dt(ok), _dt(change), int(failures), _dt(next_try), error
+        )
+
+    def put_source(self, s: SourceState) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (s.url, s.etag, s.last_modified, _opt_ts(s.last_ok), _opt_ts(s.last_change),
+             s.failures, _opt_ts(s.next_try), s.error),
+        )  # fmt: skip
+
+    def sources(self) -> list[SourceState]:
+        rows = self.db.execute("SELECT url FROM sources ORDER BY url")
+        return [self.source(str(r[0])) for r in rows]
 
     # -- runs ---------------------------------------------------------------------------
 

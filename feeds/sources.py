@@ -1,0 +1,125 @@
+"""Remote digests: fetch `sources:` URLs with conditional GET, guarded, with backoff.
+
+The network edge of ingestion; what comes back is handled like a file from the inbox.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import httpx
+
+from feeds import __version__
+from feeds.links.guard import AddressPolicy, BlockedAddress, NameNotResolved, deadline
+from feeds.model import SourceState
+
+MAX_DIGEST_BYTES = 20 * 1024 * 1024
+RETRY_FIRST = timedelta(minutes=5)
+RETRY_MAX = timedelta(hours=6)
+USER_AGENT = f"paperfeeds/{__version__} (+https://pypi.org/project/paperfeeds/)"
+
+
+class SourceFailed(Exception):
+    """A source could not be fetched this time."""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    content: bytes | None  # None: not modified since last time
+    etag: str | None
+    last_modified: str | None
+
+
+def fetch(
+    client: httpx.Client,
+    policy: AddressPolicy,
+    state: SourceState,
+    *,
+    timeout: float,
+    retries: int = 1,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Fetched:
+    """Return the source's content (or None if unchanged); raise SourceFailed."""
+    problem = policy.url_problem(state.url)
+    if problem:
+        raise SourceFailed(f"not fetched: {problem}")
+    headers = {"User-Agent": USER_AGENT}
+    if state.etag:
+        headers["If-None-Match"] = state.etag
+    if state.last_modified:
+        headers["If-Modified-Since"] = state.last_modified
+    for attempt in range(retries + 1):
+        try:
+            return _get(client, state.url, headers, timeout)
+        except SourceFailed as e:
+            if attempt == retries or "HTTP 4" in str(e):  # a 4xx will not fix itself now
+                raise
+            sleep(0.5 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+def _get(client: httpx.Client, url: str, headers: dict[str, str], timeout: float) -> Fetched:
+    current = url
+    try:
+        with deadline(timeout):
+            for _hop in range(5):
+                with client.stream("GET", current, headers=headers) as r:
+                    if r.status_code in (301, 302, 303, 307, 308) and "location" in r.headers:
+                        current = str(r.url.join(r.headers["location"]))
+                        continue
+                    if r.status_code == 304:
+                        return Fetched(None, r.headers.get("etag"), r.headers.get("last-modified"))
+                    if r.status_code != 200:
+                        raise SourceFailed(f"HTTP {r.status_code}")
+                    body = bytearray()
+                    for chunk in r.iter_bytes():
+                        body += chunk
+                        if len(body) > MAX_DIGEST_BYTES:
+                            raise SourceFailed(f"larger than {MAX_DIGEST_BYTES} bytes")
+                    return Fetched(
+                        bytes(body), r.headers.get("etag"), r.headers.get("last-modified")
+                    )
+            raise SourceFailed("too many redirects")
+    except (BlockedAddress, NameNotResolved) as e:
+        raise SourceFailed(str(e)) from e
+    except httpx.TimeoutException as e:
+        raise SourceFailed("timed out") from e
+    except httpx.HTTPError as e:
+        raise SourceFailed(f"{type(e).__name__}: {e}"[:200]) from e
+
+
+def after_failure(state: SourceState, now: datetime, error: str) -> SourceState:
+    """Return the state after a failed fetch: back off 5 min, 10 min ... at most 6 h."""
+    wait = min(RETRY_FIRST * 2**state.failures, RETRY_MAX)
+    return SourceState(
+        state.url, state.etag, state.last_modified, state.last_ok, state.last_change,
+        state.failures + 1, now + wait, error,
+    )  # fmt: skip
+
+
+def after_success(state: SourceState, fetched: Fetched, now: datetime) -> SourceState:
+    changed = fetched.content is not None
+    return SourceState(
+        state.url,
+        fetched.etag or state.etag,
+        fetched.last_modified or state.last_modified,
+        now,
+        now if changed else state.last_change,
+        0,
+        None,
+        None,
+    )
+
+
+def stale_reason(state: SourceState, now: datetime, stale_after: timedelta) -> str | None:
+    """Return why a source is stale (failing, or unchanged for long), or None."""
+    if state.error and state.failures:
+        since = state.last_ok.isoformat() if state.last_ok else "never fetched"
+        return f"failing ({state.error}); last fetched: {since}"
+    if state.last_change and now - state.last_change >= stale_after:
+        days = (now - state.last_change).days
+        return f"unchanged for {days} days"
+    return None
