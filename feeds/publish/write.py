@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-# What paperfeeds owns inside public/: stale files here are ours to remove.
+# What paperfeeds owns inside public/: stale files here are ours to remove (and, anywhere,
+# the temp files of a publish that was killed).
 MANAGED_DIRS = ("feeds", "topics", "papers")
 MANAGED_SUFFIXES = (".html", ".xml", ".json")
 
@@ -49,12 +50,14 @@ def write_tree(root: Path, files: Mapping[str, bytes]) -> WriteStats:
             written += 1
         else:
             unchanged += 1
-    for d in MANAGED_DIRS:
-        folder = root / d
+    for d in ("", *MANAGED_DIRS):
+        folder = root / d if d else root
         if not folder.is_dir():
             continue
         for path in folder.iterdir():
-            rel = f"{d}/{path.name}"
+            rel = f"{d}/{path.name}" if d else path.name
+            if not d and not (path.name.startswith(".") and path.name.endswith(".tmp")):
+                continue  # at the top, only our own leftovers: the rest may be the user's
             stale_tmp = path.name.startswith(".") and path.name.endswith(".tmp")
             if rel not in files and (stale_tmp or path.suffix in MANAGED_SUFFIXES):
                 path.unlink(missing_ok=True)
