@@ -16,7 +16,6 @@ from feeds.errors import DigestRejected
 from feeds.ingest import Input, inbox_files, read_input
 from feeds.links.extract import extract_links
 from feeds.lock import exclusive
-from feeds.match import TopicMatcher, match_papers
 from feeds.model import Diagnostic, Item
 from feeds.publish.view import FeedView, PaperView, Site
 from feeds.publish.write import WriteStats
@@ -237,33 +236,42 @@ def _cycle(
 
 
 def _match(config: Config, store: Store, now: datetime) -> dict[str, int]:
-    """Update topic memberships; return how many papers entered each topic."""
-    changed = dict.fromkeys(store.unmatched())
+    """Update topic memberships; return how many papers entered each topic.
+
+    Topics that are new or edited are matched against the whole history; the others only
+    against the papers that are new or changed since the last match.
+    """
+    from feeds.match import Matcher
+
     known = store.topic_fingerprints()
-    wanted = {t.id: t for t in config.topics}
+    wanted = {t.id for t in config.topics}
+    fresh = [t for t in config.topics if known.get(t.id) != topic_fingerprint(t)]
+    steady = [t for t in config.topics if known.get(t.id) == topic_fingerprint(t)]
+    changed = store.unmatched()
     new_matches = {t.id: 0 for t in config.topics}
     with store.transaction():
-        for topic_id in known.keys() - wanted.keys():
+        for topic_id in known.keys() - wanted:
             store.drop_topic(topic_id)
-        for topic in config.topics:
-            matcher = [(topic.id, TopicMatcher(topic.criteria))]
-            fingerprint = topic_fingerprint(topic)
-            if known.get(topic.id) != fingerprint:
-                # New or edited topic: match the whole history; members that stay keep
-                # their entry dates, members that no longer match leave.
-                before = set(store.members(topic.id))
-                papers = store.papers()
-                store.set_topic(topic.id, fingerprint)
-            else:
-                before = set(store.members(topic.id)) & changed.keys()
-                papers = store.papers(changed)
-            now_in: set[str] = set()
-            for topic_id, paper_id, hits in match_papers(matcher, papers):
-                now_in.add(paper_id)
-                if store.set_member(topic_id, paper_id, hits, now):
-                    new_matches[topic_id] += 1
-            for paper_id in before - now_in:
-                store.remove_member(topic.id, paper_id)
+        groups = [(fresh, None), (steady, changed)] if changed else [(fresh, None)]
+        for topics, paper_ids in groups:
+            if not topics:
+                continue
+            matcher = Matcher([(t.id, t.criteria) for t in topics])
+            ids = {t.id for t in topics}
+            # Members before, to remove those that no longer match (an edited topic, or a
+            # paper whose new information hits a `none` term). Entry dates of those that
+            # stay are kept by set_member.
+            before = store.members_of(ids, paper_ids)
+            still: set[tuple[str, str]] = set()
+            for paper in store.papers(paper_ids):
+                for topic_id, hits in matcher.match(paper):
+                    still.add((topic_id, paper.paper_id))
+                    if store.set_member(topic_id, paper.paper_id, hits, now):
+                        new_matches[topic_id] += 1
+            for topic_id, paper_id in before - still:
+                store.remove_member(topic_id, paper_id)
+        for topic in fresh:
+            store.set_topic(topic.id, topic_fingerprint(topic))
         store.mark_matched()
     return new_matches
 

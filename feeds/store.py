@@ -73,6 +73,7 @@ CREATE TABLE members (
     PRIMARY KEY (topic_id, paper_id)
 );
 CREATE INDEX members_order ON members (topic_id, entered);
+CREATE INDEX members_paper ON members (paper_id);
 CREATE TABLE sources (              -- remote digests: conditional GET state and health
     url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, last_ok TEXT, last_change TEXT,
     failures INTEGER NOT NULL DEFAULT 0, next_try TEXT, error TEXT
@@ -423,6 +424,22 @@ class Store:
                 (matched, topic_id, paper_id),
             )
         return False
+
+    def members_of(
+        self, topic_ids: set[str], paper_ids: Sequence[str] | None
+    ) -> set[tuple[str, str]]:
+        """Return (topic id, paper id) memberships of these topics, for these papers or all."""
+        if paper_ids is None:
+            out: set[tuple[str, str]] = set()
+            for tid in topic_ids:
+                rows = self.db.execute("SELECT paper_id FROM members WHERE topic_id = ?", (tid,))
+                out.update((tid, str(r[0])) for r in rows)
+            return out
+        found: set[tuple[str, str]] = set()
+        for pid in paper_ids:
+            rows = self.db.execute("SELECT topic_id FROM members WHERE paper_id = ?", (pid,))
+            found.update((str(r[0]), pid) for r in rows if r[0] in topic_ids)
+        return found
 
     def remove_member(self, topic_id: str, paper_id: str) -> None:
         self.db.execute(
