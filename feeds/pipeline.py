@@ -7,7 +7,6 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from feeds.config import Config, Topic
@@ -16,8 +15,8 @@ from feeds.errors import DigestRejected
 from feeds.ingest import Input, inbox_files, read_input
 from feeds.links.extract import extract_links
 from feeds.lock import exclusive
-from feeds.model import Diagnostic, Item
-from feeds.publish.view import FeedView, PaperView, Site
+from feeds.model import Diagnostic
+from feeds.publish.build import publish
 from feeds.publish.write import WriteStats
 from feeds.store import Store
 
@@ -194,7 +193,7 @@ def _cycle(
     progress("matching")
     new_matches = _match(config, store, now)
     progress("publishing")
-    files = publish(config, store)
+    files = publish(config, store)  # the renderers are imported only if something changed
     # Links are resolved after publishing: feeds go out with what is known, and the
     # items whose links changed are published again below.
     if s.links.check and not offline:
@@ -274,53 +273,3 @@ def _match(config: Config, store: Store, now: datetime) -> dict[str, int]:
             store.set_topic(topic.id, topic_fingerprint(topic))
         store.mark_matched()
     return new_matches
-
-
-def publish(config: Config, store: Store) -> WriteStats:
-    """Render everything from the state and write what changed into public/."""
-    from feeds.publish.render import render_site
-    from feeds.publish.write import write_tree
-
-    s = config.settings
-    site = Site(title=s.site_title, base_url=s.base_url)
-    papers = {p.paper_id: p for p in store.papers()}
-    order = {pid: n for n, pid in enumerate(papers)}
-    first_seen = store.first_seen()
-    links = store.links()
-    created = store.created()
-
-    def feed(fid: str, title: str, desc: str, members: dict[str, Any], cap: int) -> FeedView:
-        items = [
-            Item(papers[pid], entered, links.get(pid, ()), hits)
-            for pid, (entered, hits) in members.items()
-            if pid in papers
-        ]
-        # Newest first; papers that entered together keep their digest order.
-        items.sort(key=lambda i: (-i.entered.timestamp(), order[i.paper.paper_id]))
-        updated = items[0].entered if items else created  # never the clock
-        return FeedView(fid, title, desc, updated, tuple(items), cap)
-
-    topics: list[FeedView] = []
-    in_topics: dict[str, list[tuple[str, str, Any]]] = {}
-    for topic in config.topics:
-        members = store.members(topic.id)
-        topics.append(
-            feed(
-                topic.id,
-                topic.title,
-                topic.description or "",
-                members,
-                topic.max_items or s.max_items,
-            )
-        )
-        for pid, (_entered, hits) in members.items():
-            in_topics.setdefault(pid, []).append((topic.id, topic.title, hits))
-    everything = {pid: (first_seen[pid], ()) for pid in papers}
-    all_feed = feed(
-        "all", f"{s.site_title}: all papers", "Every paper, newest first", everything, s.max_items
-    )
-    views = (
-        PaperView(p, first_seen[pid], links.get(pid, ()), tuple(in_topics.get(pid, ())))
-        for pid, p in papers.items()
-    )
-    return write_tree(Path(s.public_dir), render_site(site, topics, all_feed, views))

@@ -43,6 +43,7 @@ CREATE TABLE papers (
     first_seen TEXT NOT NULL, changed TEXT NOT NULL,
     unmatched INTEGER NOT NULL DEFAULT 1  -- new or changed since topics were last matched
 );
+CREATE INDEX papers_order ON papers (first_seen DESC, seq);
 CREATE INDEX papers_unmatched ON papers (unmatched) WHERE unmatched;
 CREATE TABLE sightings (paper_id TEXT NOT NULL, digest TEXT NOT NULL, line INTEGER NOT NULL,
     PRIMARY KEY (paper_id, digest));
@@ -65,19 +66,31 @@ CREATE TABLE lookups (              -- enrichment: which paper was looked up whe
     checked TEXT NOT NULL, due TEXT, found INTEGER NOT NULL, note TEXT,
     PRIMARY KEY (paper_id, source)
 );
-CREATE TABLE topics (topic_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
+CREATE TABLE topics (
+    topic_id TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,      -- of what decides membership: a change re-matches
+    looks TEXT NOT NULL DEFAULT ''  -- of title, description, feed length: a change re-renders
+);
 CREATE TABLE members (
     topic_id TEXT NOT NULL, paper_id TEXT NOT NULL,
     entered TEXT NOT NULL,          -- when the paper entered this feed; never changes
+    seq INTEGER NOT NULL,           -- the paper's arrival order: ties keep digest order
     matched TEXT NOT NULL,          -- JSON [[term, field], ...]
     PRIMARY KEY (topic_id, paper_id)
 );
-CREATE INDEX members_order ON members (topic_id, entered);
+CREATE INDEX members_order ON members (topic_id, entered DESC, seq);
 CREATE INDEX members_paper ON members (paper_id);
 CREATE TABLE sources (              -- remote digests: conditional GET state and health
     url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, last_ok TEXT, last_change TEXT,
     failures INTEGER NOT NULL DEFAULT 0, next_try TEXT, error TEXT
 );
+CREATE TABLE dirty (                -- what the next publish must render again
+    kind TEXT NOT NULL CHECK (kind IN ('paper', 'topic', 'dropped')), id TEXT NOT NULL,
+    PRIMARY KEY (kind, id)
+) WITHOUT ROWID;
+CREATE TABLE files (                -- inbox files already read: unchanged ones are not re-read
+    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE runs (id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT,
     summary TEXT);
 """
@@ -157,6 +170,9 @@ class Store:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
     def created(self) -> datetime:
         return parse_ts(self.meta("created") or "1970-01-01T00:00:00+00:00")
 
@@ -215,6 +231,7 @@ class Store:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*_paper_row(paper), _ts(now), _ts(now)),
             )
+            self._touch_paper(paper.paper_id)
             return "new"
         merged = merge(old, paper)
         if merged == old:
@@ -225,6 +242,7 @@ class Store:
             " WHERE paper_id = ?",
             (*_paper_row(merged)[1:], _ts(now), paper.paper_id),
         )
+        self._touch_paper(paper.paper_id)
         return "changed"
 
     _PAPER_COLS = "paper_id, title, title_zh, authors, institutions, summary, comments,"
@@ -282,6 +300,8 @@ class Store:
                 (paper_id, link.url, link.kind, link.source, start + added),
             )
             added += cur.rowcount
+        if added:
+            self._touch_paper(paper_id)
         return added
 
     def links(self) -> dict[str, tuple[Link, ...]]:
@@ -337,7 +357,11 @@ class Store:
             (url, status, http_status, final_url, note, _ts(now), _ts(due), failures,
              _ts(dns_failing_since) if dns_failing_since else None),
         )  # fmt: skip
-        return old is None or tuple(old) != (status, final_url, note)
+        changed = old is None or tuple(old) != (status, final_url, note)
+        if changed:
+            for (pid,) in self.db.execute("SELECT paper_id FROM links WHERE url = ?", (url,)):
+                self._touch_paper(str(pid))
+        return changed
 
     def link_health(self, now: datetime | None = None) -> dict[str, int]:
         """Return the number of links per status (and `due`: to check on the next run)."""
@@ -389,12 +413,18 @@ class Store:
 
     def set_topic(self, topic_id: str, fingerprint: str) -> None:
         self.db.execute(
-            "INSERT INTO topics VALUES (?, ?) ON CONFLICT (topic_id) DO UPDATE"
-            " SET fingerprint = excluded.fingerprint",
+            "INSERT INTO topics (topic_id, fingerprint) VALUES (?, ?) ON CONFLICT (topic_id)"
+            " DO UPDATE SET fingerprint = excluded.fingerprint",
             (topic_id, fingerprint),
         )
+        self.touch("topic", topic_id)
 
     def drop_topic(self, topic_id: str) -> None:
+        for (pid,) in self.db.execute(
+            "SELECT paper_id FROM members WHERE topic_id = ?", (topic_id,)
+        ):
+            self.touch("paper", str(pid))  # its page lists the topic
+        self.touch("dropped", topic_id)
         self.db.execute("DELETE FROM topics WHERE topic_id = ?", (topic_id,))
         self.db.execute("DELETE FROM members WHERE topic_id = ?", (topic_id,))
 
@@ -415,14 +445,19 @@ class Store:
         ).fetchone()
         if row is None:
             self.db.execute(
-                "INSERT INTO members VALUES (?, ?, ?, ?)", (topic_id, paper_id, _ts(now), matched)
+                "INSERT INTO members SELECT ?, ?, ?, seq, ? FROM papers WHERE paper_id = ?",
+                (topic_id, paper_id, _ts(now), matched, paper_id),
             )
+            self.touch("paper", paper_id)
+            self.touch("topic", topic_id)
             return True
         if row[0] != matched:
             self.db.execute(
                 "UPDATE members SET matched = ? WHERE topic_id = ? AND paper_id = ?",
                 (matched, topic_id, paper_id),
             )
+            self.touch("paper", paper_id)
+            self.touch("topic", topic_id)
         return False
 
     def members_of(
@@ -444,6 +479,108 @@ class Store:
     def remove_member(self, topic_id: str, paper_id: str) -> None:
         self.db.execute(
             "DELETE FROM members WHERE topic_id = ? AND paper_id = ?", (topic_id, paper_id)
+        )
+        self.touch("paper", paper_id)
+        self.touch("topic", topic_id)
+
+    def topic_items(
+        self, topic_id: str, limit: int | None = None
+    ) -> Iterator[tuple[Paper, datetime, tuple[Hit, ...]]]:
+        """Yield a topic's papers newest first (digest order among equals), with entry
+        dates and hits; read as they are used, so a huge topic does not fill memory."""
+        cols = ", ".join(f"p.{c.strip()}" for c in self._PAPER_COLS.split(","))
+        sql = (
+            f"SELECT {cols}, m.entered, m.matched FROM members m"
+            " JOIN papers p ON p.paper_id = m.paper_id WHERE m.topic_id = ?"
+            " ORDER BY m.entered DESC, m.seq"
+        )
+        args: tuple[Any, ...] = (topic_id,)
+        if limit is not None:
+            sql += " LIMIT ?"
+            args += (limit,)
+        for row in self.db.execute(sql, args):
+            hits = tuple(Hit(t, f) for t, f in json.loads(row[-1]))
+            yield _paper_from(row[:-2]), parse_ts(row[-2]), hits
+
+    def all_items(self, limit: int | None = None) -> Iterator[tuple[Paper, datetime]]:
+        """Yield every paper newest first, with when it was first seen."""
+        sql = f"SELECT {self._PAPER_COLS}, first_seen FROM papers ORDER BY first_seen DESC, seq"
+        rows = self.db.execute(sql + " LIMIT ?", (limit,)) if limit else self.db.execute(sql)
+        for row in rows:
+            yield _paper_from(row[:-1]), parse_ts(row[-1])
+
+    def links_of(self, paper_ids: Iterable[str]) -> dict[str, tuple[Link, ...]]:
+        """Return the links (with their latest check) of some papers."""
+        out: dict[str, tuple[Link, ...]] = {}
+        for pid in paper_ids:
+            rows = self.db.execute(
+                "SELECT l.url, l.kind, l.source, coalesce(c.status, 'unchecked'), c.final_url,"
+                " c.http_status, c.note FROM links l LEFT JOIN url_checks c ON c.url = l.url"
+                " WHERE l.paper_id = ? ORDER BY l.position",
+                (pid,),
+            )
+            out[pid] = tuple(Link(*row) for row in rows)
+        return out
+
+    def topics_of(self, paper_id: str) -> list[tuple[str, tuple[Hit, ...]]]:
+        rows = self.db.execute(
+            "SELECT topic_id, matched FROM members WHERE paper_id = ? ORDER BY topic_id",
+            (paper_id,),
+        )
+        return [(str(t), tuple(Hit(a, b) for a, b in json.loads(m))) for t, m in rows]
+
+    def paper_first_seen(self, paper_id: str) -> datetime:
+        row = self.db.execute(
+            "SELECT first_seen FROM papers WHERE paper_id = ?", (paper_id,)
+        ).fetchone()
+        return parse_ts(row[0])
+
+    # -- what to publish again ------------------------------------------------------------
+
+    def touch(self, kind: str, item_id: str) -> None:
+        """Mark a paper page or a topic's files (`all` too) to be rendered again."""
+        self.db.execute("INSERT OR IGNORE INTO dirty VALUES (?, ?)", (kind, item_id))
+
+    def _touch_paper(self, paper_id: str) -> None:
+        """A paper's content changed: its page, the `all` feed and its topics' feeds."""
+        self.touch("paper", paper_id)
+        self.touch("topic", "all")
+        for (tid,) in self.db.execute(
+            "SELECT topic_id FROM members WHERE paper_id = ?", (paper_id,)
+        ):
+            self.touch("topic", str(tid))
+
+    def dirty(self) -> dict[str, set[str]]:
+        """Return what must be rendered again: {"paper": ids, "topic": ids, "dropped": ids}."""
+        out: dict[str, set[str]] = {"paper": set(), "topic": set(), "dropped": set()}
+        for kind, item_id in self.db.execute("SELECT kind, id FROM dirty"):
+            out[str(kind)].add(str(item_id))
+        return out
+
+    def clear_dirty(self) -> None:
+        self.db.execute("DELETE FROM dirty")
+
+    def topic_looks(self) -> dict[str, str]:
+        rows = self.db.execute("SELECT topic_id, looks FROM topics")
+        return {str(t): str(x) for t, x in rows}
+
+    def set_topic_looks(self, topic_id: str, looks: str) -> None:
+        self.db.execute("UPDATE topics SET looks = ? WHERE topic_id = ?", (looks, topic_id))
+        self.touch("topic", topic_id)
+
+    # -- inbox files --------------------------------------------------------------------
+
+    def known_file(self, path: str, size: int, mtime_ns: int) -> bool:
+        """Return True when this file was read before and has not changed since."""
+        row = self.db.execute(
+            "SELECT 1 FROM files WHERE path = ? AND size = ? AND mtime_ns = ?",
+            (path, size, mtime_ns),
+        ).fetchone()
+        return row is not None
+
+    def put_file(self, path: str, size: int, mtime_ns: int, digest_hash: str) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (path, size, mtime_ns, digest_hash)
         )
 
     def member_counts(self) -> dict[str, int]:

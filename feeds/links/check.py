@@ -6,6 +6,7 @@ pipeline stores them and decides when to check again (see policy.py).
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -23,6 +24,7 @@ from feeds.model import LinkStatus
 
 MAX_REDIRECTS = 5
 PEEK_BYTES = 64 * 1024  # a GET check reads at most this much of a body
+API_BYTES = 1024 * 1024  # an API answer larger than this is cut (and then not JSON)
 RETRY_AFTER_WAIT = 5.0  # a 429 asking for at most this long is waited for and retried once
 _GITHUB_REPO = re.compile(r"^/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)(?:/|$)")
 _HEAD_REFUSED = {403, 405, 501}
@@ -113,6 +115,8 @@ class Checker:
                 return CheckResult(url, "error", note="timed out")
             except httpx.HTTPError as e:
                 return CheckResult(url, "error", note=f"{type(e).__name__}: {e}"[:200])
+            except (httpx.InvalidURL, UnicodeError, ValueError) as e:  # text is not a URL
+                return CheckResult(url, "error", note=f"invalid URL: {e}"[:200])
 
     def _follow(self, url: str) -> CheckResult:
         seen = {url}
@@ -153,6 +157,16 @@ class Checker:
             response.close()
         return response
 
+    def _get_capped(self, url: str, headers: dict[str, str]) -> tuple[httpx.Response, bytes]:
+        """GET with at most API_BYTES of body read."""
+        with self.client.stream("GET", url, headers=headers) as response:
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > API_BYTES:
+                    break
+        return response, bytes(body)
+
     def _github_repo(self, url: str) -> tuple[str, str] | None:
         if not self.github_api:
             return None
@@ -167,20 +181,24 @@ class Checker:
     def _check_github(self, url: str, owner: str, repo: str) -> CheckResult:
         """Ask GitHub's API: it knows renames (canonical name) and archived repositories."""
         api = f"{self.github_api}/repos/{owner}/{repo}"
-        headers = {"Accept": "application/vnd.github+json"}
-        if self.github_token:  # sent to the GitHub API only, never to a link's host
-            headers["Authorization"] = f"Bearer {self.github_token}"
+        api_host = urlsplit(api).netloc
         for _hop in range(MAX_REDIRECTS):
             if self.policy.url_problem(api):
                 return CheckResult(url, "blocked", note="GitHub API address is not allowed")
-            response = self.client.get(api, headers=headers)
+            headers = {"Accept": "application/vnd.github+json"}
+            if self.github_token and urlsplit(api).netloc == api_host:
+                # The token goes to the GitHub API only: not to a link's host, not to
+                # wherever a redirect points.
+                headers["Authorization"] = f"Bearer {self.github_token}"
+            response, body = self._get_capped(api, headers)
             if response.status_code in (301, 302, 307, 308) and "location" in response.headers:
                 api = urljoin(api, response.headers["location"])  # a renamed repository
                 continue
             break
         code = response.status_code
         remaining = response.headers.get("x-ratelimit-remaining")
-        if code == 429 or (code == 403 and remaining == "0"):
+        limited = remaining == "0" or "retry-after" in response.headers
+        if code == 429 or (code == 403 and limited):
             wait = retry_after_seconds(response.headers.get("retry-after"), time.time())
             reset = response.headers.get("x-ratelimit-reset")
             if wait is None and reset and reset.isdigit():
@@ -190,7 +208,12 @@ class Checker:
             return CheckResult(url, "dead", code, note="no such GitHub repository")
         if code != 200:
             return CheckResult(url, "error", code, note=f"GitHub API: HTTP {code}")
-        data: Any = response.json()
+        try:
+            data: Any = json.loads(body)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            return CheckResult(url, "error", code, note="GitHub API: not a JSON object")
         canonical = str(data.get("html_url") or "")
         note = "archived" if data.get("archived") else None
         base = f"https://github.com/{owner}/{repo}"

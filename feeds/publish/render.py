@@ -5,16 +5,17 @@ from __future__ import annotations
 import html
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 from xml.etree import ElementTree as ET
 
 import jinja2
+from markupsafe import escape
 
 from feeds import __version__
-from feeds.model import Item
+from feeds.model import Item, Link, Paper
 from feeds.publish.view import (
     FeedView,
     PaperView,
@@ -59,8 +60,17 @@ def feed_id(feed: FeedView) -> str:
 
 
 def item_html(item: Item) -> str:
-    """Return the HTML body of a feed item."""
-    return clean_xml(_env().get_template("item.html").render(item=item)).strip()
+    """Return the HTML body of a feed item: the paper (shared by all its feeds) + hits."""
+    body = _body_html(item.paper, item.links)
+    if item.matched:
+        body += f"\n<p>matched: {escape(clean_xml(matched_text(item.matched)))}</p>"
+    return body
+
+
+@lru_cache(maxsize=4096)
+def _body_html(paper: Paper, links: tuple[Link, ...]) -> str:
+    # The same paper is an item in many feeds: render its body once per run.
+    return clean_xml(_env().get_template("item.html").render(paper=paper, links=links)).strip()
 
 
 def render_feed(site: Site, feed: FeedView, fmt: str) -> bytes:
@@ -84,7 +94,7 @@ def render_feed(site: Site, feed: FeedView, fmt: str) -> bytes:
     fg.link(href=site.url(topic_path(feed.id)), rel="alternate")
     fg.updated(feed.updated)  # feedgen would stamp now() otherwise
     fg.lastBuildDate(feed.updated)
-    for item in feed.feed_items:
+    for item in feed.items:
         fe = fg.add_entry(order="append")  # the default prepends, reversing our order
         fe.id(item_id(item))
         fe.guid(item_id(item), permalink=False)
@@ -115,7 +125,7 @@ def _rfc3339(dt: datetime) -> str:
 def render_json_feed(site: Site, feed: FeedView) -> bytes:
     """Return a JSON Feed 1.1 document, with the `_paperfeeds` extension on each item."""
     items = []
-    for item in feed.feed_items:
+    for item in feed.items:
         p = item.paper
         items.append(
             {
@@ -190,46 +200,26 @@ def render_opml(site: Site, feeds: Iterable[FeedView]) -> bytes:
     return data + b"\n"
 
 
-def render_index(site: Site, feeds: list[FeedView], all_feed: FeedView, papers: int) -> bytes:
-    html = (
-        _env()
-        .get_template("index.html")
-        .render(
-            site=site,
-            root="",
-            feeds=[all_feed, *feeds],
-            topics=feeds,
-            papers=papers,
-            latest=all_feed.items[:30],
-            updated=all_feed.items[0].entered if all_feed.items else None,
-        )
+def render_index(site: Site, feeds: list[FeedView], all_feed: FeedView) -> bytes:
+    template = _env().get_template("index.html")
+    html = template.render(
+        site=site,
+        root="",
+        feeds=[all_feed, *feeds],
+        topics=feeds,
+        papers=all_feed.count,
+        latest=all_feed.items[:30],
+        updated=all_feed.items[0].entered if all_feed.items else None,
     )
     return html.encode("utf-8")
 
 
-def render_topic(site: Site, feed: FeedView) -> bytes:
-    return _env().get_template("topic.html").render(site=site, root="../", feed=feed).encode()
+def render_topic(site: Site, feed: FeedView, rows: Iterable[Item]) -> Iterator[bytes]:
+    """Yield the topic page in pieces: it lists every matching paper, however many."""
+    template = _env().get_template("topic.html")
+    for piece in template.generate(site=site, root="../", feed=feed, rows=rows):
+        yield piece.encode("utf-8")
 
 
 def render_paper(site: Site, view: PaperView) -> bytes:
     return _env().get_template("paper.html").render(site=site, root="../", view=view).encode()
-
-
-def render_site(
-    site: Site, topics: list[FeedView], all_feed: FeedView, papers: Iterable[PaperView]
-) -> dict[str, bytes]:
-    """Return every file of `public/` by its relative path."""
-    files: dict[str, bytes] = {}
-    count = 0
-    for view in papers:
-        files[paper_path(view.paper.paper_id)] = render_paper(site, view)
-        count += 1
-    for feed in [all_feed, *topics]:
-        for fmt in ("rss", "atom"):
-            files[feed_path(feed.id, fmt)] = render_feed(site, feed, fmt)
-        files[feed_path(feed.id, "json")] = render_json_feed(site, feed)
-        if feed.id != "all":
-            files[topic_path(feed.id)] = render_topic(site, feed)
-    files["feeds.opml"] = render_opml(site, [all_feed, *topics])
-    files["index.html"] = render_index(site, topics, all_feed, count)
-    return files

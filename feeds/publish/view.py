@@ -28,12 +28,13 @@ class FeedView:
     title: str
     description: str
     updated: datetime  # from the items, never the clock
-    items: tuple[Item, ...]  # newest first, every matching paper
+    items: tuple[Item, ...]  # newest first, at most max_items: what the feeds carry
     max_items: int
+    count: int = -1  # every matching paper (the topic page lists them all)
 
-    @property
-    def feed_items(self) -> tuple[Item, ...]:
-        return self.items[: self.max_items]
+    def __post_init__(self) -> None:
+        if self.count < 0:
+            object.__setattr__(self, "count", len(self.items))
 
 
 @dataclass(frozen=True)

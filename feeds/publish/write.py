@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import filecmp
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +41,42 @@ def write_file(path: Path, data: bytes) -> bool:
         Path(tmp).unlink(missing_ok=True)
         raise
     return True
+
+
+def write_stream(path: Path, pieces: Iterable[bytes]) -> bool:
+    """Write a file given in pieces (too large to hold), via a temp file; False if unchanged."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for piece in pieces:
+                f.write(piece)
+        if path.exists() and filecmp.cmp(tmp, path, shallow=False):
+            Path(tmp).unlink()
+            return False
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
+
+
+def sweep(root: Path, keep: Callable[[str], bool]) -> int:
+    """Remove the managed files under root that `keep` refuses, and stale temp files."""
+    removed = 0
+    for d in ("", *MANAGED_DIRS):
+        folder = root / d if d else root
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            rel = f"{d}/{path.name}" if d else path.name
+            stale_tmp = path.name.startswith(".") and path.name.endswith(".tmp")
+            managed = d and path.suffix in MANAGED_SUFFIXES and not path.name.startswith(".")
+            if stale_tmp or (managed and not keep(rel)):
+                path.unlink(missing_ok=True)
+                removed += 1
+    return removed
 
 
 def write_tree(root: Path, files: Mapping[str, bytes]) -> WriteStats:

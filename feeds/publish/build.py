@@ -1,0 +1,149 @@
+"""Publish: render what changed since the last publish, from the state, into public/.
+
+A run marks in the state what it changed (papers, topics); this renders those papers'
+pages and those topics' feeds and pages, plus the index and OPML, and nothing else. When
+the site settings change or public/ is missing, everything is rendered again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from feeds.config import Config, Topic
+from feeds.model import Hit, Item, Paper
+from feeds.publish.view import FeedView, PaperView, Site, feed_path, paper_path, topic_path
+from feeds.publish.write import WriteStats, sweep, write_file, write_stream
+from feeds.store import Store
+
+ALL = "all"
+
+
+@dataclass
+class _Counter:
+    written: int = 0
+    unchanged: int = 0
+
+    def add(self, changed: bool) -> None:
+        if changed:
+            self.written += 1
+        else:
+            self.unchanged += 1
+
+
+def _site_key(config: Config) -> str:
+    s = config.settings
+    data = [s.site_title, s.base_url, s.max_items, str(Path(s.public_dir).resolve())]
+    return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
+
+
+def _looks(topic: Topic) -> str:
+    data = [topic.title, topic.description, topic.max_items]
+    return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
+
+
+def publish(config: Config, store: Store, *, force: bool = False) -> WriteStats:
+    """Render and write what changed; return how many files were written and removed."""
+    s = config.settings
+    public = Path(s.public_dir)
+    site = Site(title=s.site_title, base_url=s.base_url)
+    with store.transaction():
+        looks = store.topic_looks()
+        for topic in config.topics:
+            if topic.id in looks and looks[topic.id] != _looks(topic):
+                store.set_topic_looks(topic.id, _looks(topic))  # a new title: render again
+    full = force or store.meta("site") != _site_key(config) or not (public / "index.html").exists()
+    dirty = store.dirty()
+    if not full and not any(dirty.values()):
+        return WriteStats(0, 0, 0)  # nothing changed: not even the renderers are loaded
+
+    from feeds.publish import render  # jinja2 and feedgen: only when something is written
+
+    count = _Counter()
+    created = store.created()
+    counts = store.member_counts()
+    wanted = {t.id for t in config.topics}
+
+    def feed_view(fid: str, title: str, desc: str, cap: int) -> FeedView:
+        rows: list[tuple[Paper, datetime, tuple[Hit, ...]]]
+        if fid == ALL:
+            rows = [(p, seen, ()) for p, seen in store.all_items(cap)]
+            total = store.paper_count()
+        else:
+            rows = list(store.topic_items(fid, cap))
+            total = counts.get(fid, 0)
+        links = store.links_of(p.paper_id for p, _e, _h in rows)
+        items = tuple(Item(p, e, links[p.paper_id], h) for p, e, h in rows)
+        updated = items[0].entered if items else created  # never the clock
+        return FeedView(fid, title, desc, updated, items, cap, total)
+
+    views = [
+        feed_view(t.id, t.title, t.description or "", t.max_items or s.max_items)
+        for t in config.topics
+    ]
+    all_feed = feed_view(ALL, f"{s.site_title}: all papers", "Every paper, newest first",
+                         s.max_items)  # fmt: skip
+    for view in [all_feed, *views]:
+        if not full and view.id not in dirty["topic"]:
+            continue
+        for fmt in ("rss", "atom"):
+            count.add(
+                write_file(public / feed_path(view.id, fmt), render.render_feed(site, view, fmt))
+            )
+        count.add(
+            write_file(public / feed_path(view.id, "json"), render.render_json_feed(site, view))
+        )
+        if view.id != ALL:
+            rows = _all_items(store, view.id)
+            count.add(
+                write_stream(public / topic_path(view.id), render.render_topic(site, view, rows))
+            )
+
+    titles = {t.id: t.title for t in config.topics}
+    paper_ids = None if full else sorted(dirty["paper"])
+    for paper_view in _paper_views(store, paper_ids, titles):
+        page = render.render_paper(site, paper_view)
+        count.add(write_file(public / paper_path(paper_view.paper.paper_id), page))
+
+    count.add(write_file(public / "feeds.opml", render.render_opml(site, [all_feed, *views])))
+    count.add(write_file(public / "index.html", render.render_index(site, views, all_feed)))
+
+    removed = 0
+    if full:  # whatever is not a current topic's goes (papers are never removed)
+        ok = {topic_path(t) for t in wanted} | {feed_path(t, f) for t in wanted | {ALL}
+                                                for f in ("rss", "atom", "json")}  # fmt: skip
+        removed = sweep(public, lambda rel: rel.startswith("papers/") or rel in ok)
+    else:
+        for gone in dirty["dropped"] - wanted:
+            for rel in (topic_path(gone), *(feed_path(gone, f) for f in ("rss", "atom", "json"))):
+                if (public / rel).exists():
+                    (public / rel).unlink()
+                    removed += 1
+    if count.written or removed:
+        os.sync()  # one sync for the whole run instead of an fsync per file
+    with store.transaction():  # only now: a publish that died is done again next time
+        store.clear_dirty()
+        store.set_meta("site", _site_key(config))
+    return WriteStats(count.written, count.unchanged, removed)
+
+
+def _all_items(store: Store, topic_id: str) -> Iterator[Item]:
+    for paper, entered, hits in store.topic_items(topic_id):
+        yield Item(paper, entered, store.links_of([paper.paper_id])[paper.paper_id], hits)
+
+
+def _paper_views(
+    store: Store, paper_ids: list[str] | None, titles: dict[str, str]
+) -> Iterator[PaperView]:
+    ids = (p.paper_id for p in store.papers()) if paper_ids is None else iter(paper_ids)
+    for pid in ids:
+        paper = store.paper(pid)
+        if paper is None:
+            continue
+        topics = tuple((t, titles[t], h) for t, h in store.topics_of(pid) if t in titles)
+        yield PaperView(paper, store.paper_first_seen(pid), store.links_of([pid])[pid], topics)
