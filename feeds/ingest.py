@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,7 @@ class Input:
     # For a remote source: its new state (validators), stored only together with the
     # digest, so that a crash in between cannot leave a "not modified" with nothing ingested.
     source: SourceState | None = None
+    stamp: tuple[int, int] | None = None  # a file's (size, mtime_ns) when it was read
 
     @property
     def digest_hash(self) -> str:
@@ -45,12 +46,20 @@ def inbox_files(folders: Iterable[Path]) -> Iterator[Path]:
                 yield path
 
 
-def read_input(path: Path, settle: float = 0.0, now: float | None = None) -> Input | float:
-    """Return the file's content, or the time (epoch seconds) to look again when the file
-    is still being written: changed less than `settle` seconds ago, or changing as we read.
+def read_input(
+    path: Path,
+    settle: float = 0.0,
+    now: float | None = None,
+    known: Callable[[str, int, int], bool] | None = None,
+) -> Input | float | None:
+    """Return the file's content; None when `known` says this version was read before; or
+    the time (epoch seconds) to look again when the file is still being written: changed
+    less than `settle` seconds ago, or changing as we read.
     """
     try:
         before = path.stat()
+        if known is not None and known(str(path), before.st_size, before.st_mtime_ns):
+            return None
         ready_at = before.st_mtime + settle
         if settle and (time.time() if now is None else now) < ready_at:
             return ready_at
@@ -62,4 +71,4 @@ def read_input(path: Path, settle: float = 0.0, now: float | None = None) -> Inp
         content
     ) != after.st_size:
         return (time.time() if now is None else now) + max(settle, 1.0)
-    return Input(str(path), content)
+    return Input(str(path), content, stamp=(after.st_size, after.st_mtime_ns))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -100,20 +100,20 @@ def run(
 
 @dataclass
 class _Collected:
-    inputs: list[Input] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
     deferred: list[str] = field(default_factory=list)
     retry_at: float | None = None
     stale: list[str] = field(default_factory=list)
+    unchanged: int = 0  # files read before and not changed since
 
 
-def _collect(
+def _inputs(
     config: Config, store: Store, now: datetime, settle: float, offline: bool,
-    progress: Progress,
-) -> _Collected:  # fmt: skip
-    """Read the inbox folders and fetch the remote sources."""
+    got: _Collected,
+) -> Iterator[Input]:  # fmt: skip
+    """Yield the new inputs one at a time (a big inbox is never held in memory): files
+    from the inbox folders that are new or changed, then the remote sources' new content."""
     s = config.settings
-    got = _Collected()
     for folder in s.inbox:
         try:
             paths = list(inbox_files([folder]))
@@ -122,22 +122,23 @@ def _collect(
             continue
         for path in paths:
             try:
-                result = read_input(path, settle, now.timestamp())
+                result = read_input(path, settle, now.timestamp(), store.known_file)
             except DigestRejected as e:
                 got.rejected.append(Rejection(e.file or str(path), e.message))
                 continue
-            if isinstance(result, Input):
-                got.inputs.append(result)
+            if result is None:
+                got.unchanged += 1
+            elif isinstance(result, Input):
+                yield result
             else:
                 got.deferred.append(str(path))
                 got.retry_at = min(result, got.retry_at or result)
     if s.sources and not offline:
         from feeds.remote import fetch_sources  # the network stack, only when used
 
-        fetched, stale = fetch_sources(store, s, now, progress)
-        got.inputs.extend(fetched)
+        fetched, stale = fetch_sources(store, s, now)
         got.stale.extend(stale)
-    return got
+        yield from fetched
 
 
 def _cycle(
@@ -149,29 +150,26 @@ def _cycle(
     problems: list[Diagnostic] = []
     counts = {"digests": 0, "known": 0, "new": 0, "changed": 0, "links": 0}
 
-    got = _collect(config, store, now, settle, offline, progress)
-    inputs, rejected = got.inputs, got.rejected
-    for n, item in enumerate(inputs, start=1):
-        progress(f"digest {n}/{len(inputs)}: {item.name}")
+    got = _Collected()
+    rejected = got.rejected
+    for n, item in enumerate(_inputs(config, store, now, settle, offline, got), start=1):
+        progress(f"digest {n}: {item.name} ({counts['new']} new papers so far)")
         h = item.digest_hash
         if store.digest_status(h) is not None:
             counts["known"] += 1
-            if item.source:
-                with store.transaction():
-                    store.put_source(item.source)
+            with store.transaction():
+                _remember(store, item, h)
             continue
         try:
             parsed = parse(item.content, item.name)
         except DigestRejected as e:
             with store.transaction():
                 store.add_digest(h, item.name, now, status="rejected", reason=e.message)
-                if item.source:
-                    store.put_source(item.source)
+                _remember(store, item, h)
             rejected.append(Rejection(item.name, e.message))
             continue
         with store.transaction():  # a digest is ingested whole or not at all
-            if item.source:
-                store.put_source(item.source)
+            _remember(store, item, h)
             for line, paper in parsed.papers:
                 result = store.put_paper(paper, h, line, now)
                 counts[result] = counts.get(result, 0) + 1
@@ -211,7 +209,7 @@ def _cycle(
                            files.removed + again.removed)  # fmt: skip
     summary = RunSummary(
         digests=counts["digests"],
-        known=counts["known"],
+        known=counts["known"] + got.unchanged,
         papers_new=counts["new"],
         papers_updated=counts["changed"],
         papers_total=store.paper_count(),
@@ -232,6 +230,14 @@ def _cycle(
     with store.transaction():
         store.finish_run(run_id, now, summary.as_json())
     return summary
+
+
+def _remember(store: Store, item: Input, digest_hash: str) -> None:
+    """Record that an input was handled, in the same transaction as its digest."""
+    if item.source:
+        store.put_source(item.source)
+    if item.stamp:
+        store.put_file(item.name, *item.stamp, digest_hash)
 
 
 def _match(config: Config, store: Store, now: datetime) -> dict[str, int]:

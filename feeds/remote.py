@@ -11,9 +11,7 @@ from feeds.sources import SourceFailed, after_failure, after_success, fetch, sta
 from feeds.store import Store
 
 
-def fetch_sources(
-    store: Store, settings: Settings, now: datetime, progress: object = None
-) -> tuple[list[Input], list[str]]:
+def fetch_sources(store: Store, settings: Settings, now: datetime) -> tuple[list[Input], list[str]]:
     """Return the new contents of the remote sources, and why any of them is stale."""
     policy = AddressPolicy.from_settings(settings.links.allow_hosts)
     stale_after = timedelta(seconds=settings.stale_after)
