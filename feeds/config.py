@@ -5,7 +5,6 @@ Every mistake is reported as ConfigError with file:line and, where obvious, a su
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -76,6 +75,12 @@ class Config:
     subscriptions_path: Path
 
 
+def _close(word: str, choices: tuple[str, ...], n: int = 1) -> list[str]:
+    import difflib  # only when there is a mistake to suggest a fix for
+
+    return difflib.get_close_matches(word, choices, n=n)
+
+
 def parse_duration(text: str) -> float:
     """Return seconds for `30s`, `15m`, `2h`, `1d`; raise ValueError otherwise."""
     m = _DURATION.match(str(text))
@@ -100,7 +105,7 @@ class _Reader:
         for key, value in node.value:
             name = str(key.value)
             if name not in allowed:
-                hint = difflib.get_close_matches(name, allowed, n=1)
+                hint = _close(name, allowed, n=1)
                 suggestion = f" — did you mean {hint[0]!r}?" if hint else ""
                 known = ", ".join(allowed)
                 raise self.fail(key, f"unknown key {name!r} in {what}{suggestion} (known: {known})")
@@ -228,7 +233,7 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
         fields = r.texts(m["fields"], "fields")
         for item, name in zip(r.items(m["fields"], "fields"), fields, strict=True):
             if name not in FIELDS:
-                hint = difflib.get_close_matches(name, FIELDS, n=1)
+                hint = _close(name, FIELDS, n=1)
                 suggestion = f" — did you mean {hint[0]!r}?" if hint else ""
                 known = ", ".join(FIELDS)
                 raise r.fail(item, f"unknown field {name!r}{suggestion} (known: {known})")

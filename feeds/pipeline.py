@@ -10,10 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from feeds.config import Config, Topic
-from feeds.digest import parse
 from feeds.errors import DigestRejected
 from feeds.ingest import Input, inbox_files, read_input
-from feeds.links.extract import extract_links
 from feeds.lock import exclusive
 from feeds.model import Diagnostic
 from feeds.publish.build import publish
@@ -152,6 +150,10 @@ def _cycle(
 
     got = _Collected()
     rejected = got.rejected
+    # Parsing and link extraction compile many patterns: loaded when a digest is new.
+    from feeds.digest import parse
+    from feeds.links.extract import extract_links
+
     for n, item in enumerate(_inputs(config, store, now, settle, offline, got), start=1):
         progress(f"digest {n}: {item.name} ({counts['new']} new papers so far)")
         h = item.digest_hash
@@ -194,19 +196,16 @@ def _cycle(
     files = publish(config, store)  # the renderers are imported only if something changed
     # Links are resolved after publishing: feeds go out with what is known, and the
     # items whose links changed are published again below.
+    report = None
     if s.links.check and not offline:
         from feeds.links.resolve import resolve_links  # the network stack, only when used
 
         report = resolve_links(store, s.links, now, progress)
-    else:
-        from feeds.links.resolve import LinkReport
-
-        report = LinkReport()
-    if report.changed or report.found:
-        progress("publishing")
-        again = publish(config, store)
-        files = WriteStats(files.written + again.written, again.unchanged,
-                           files.removed + again.removed)  # fmt: skip
+        if report.changed or report.found:
+            progress("publishing")
+            again = publish(config, store)
+            files = WriteStats(files.written + again.written, again.unchanged,
+                               files.removed + again.removed)  # fmt: skip
     summary = RunSummary(
         digests=counts["digests"],
         known=counts["known"] + got.unchanged,
@@ -215,11 +214,11 @@ def _cycle(
         papers_total=store.paper_count(),
         new_matches=new_matches,
         links_found=counts["links"],
-        links_checked=report.checked,
-        link_statuses=report.statuses,
-        lookups=report.looked_up,
-        links_looked_up=report.found,
-        warnings=report.problems,
+        links_checked=report.checked if report else 0,
+        link_statuses=report.statuses if report else {},
+        lookups=report.looked_up if report else 0,
+        links_looked_up=report.found if report else 0,
+        warnings=report.problems if report else (),
         deferred=tuple(got.deferred),
         retry_at=got.retry_at,
         stale=tuple(got.stale),
