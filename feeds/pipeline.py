@@ -120,7 +120,8 @@ def _inputs(
             continue
         for path in paths:
             try:
-                result = read_input(path, settle, now.timestamp(), store.known_file)
+                # Settling is judged on the real clock, like the files' modification times.
+                result = read_input(path, settle, None, store.known_file)
             except DigestRejected as e:
                 got.rejected.append(Rejection(e.file or str(path), e.message))
                 continue

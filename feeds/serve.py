@@ -9,6 +9,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from io import BufferedIOBase
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 TYPES = (
     (".rss.xml", "application/rss+xml; charset=utf-8"),
@@ -48,7 +49,8 @@ class Handler(SimpleHTTPRequestHandler):
     def send_head(self) -> BufferedIOBase | None:  # type: ignore[override]
         self._etag = None
         path = Path(self.translate_path(self.path))
-        if any(part.startswith(".") for part in Path(self.path.split("?")[0]).parts):
+        wanted_path = unquote(self.path.split("?", 1)[0].split("#", 1)[0])
+        if any(part.startswith(".") for part in Path(wanted_path).parts):
             self.send_error(404)  # temp files of a publish in progress, dotfiles
             return None
         if path.is_dir() and not (path / "index.html").is_file():

@@ -120,6 +120,14 @@ def stale_reason(state: SourceState, now: datetime, stale_after: timedelta) -> s
         since = state.last_ok.isoformat() if state.last_ok else "never fetched"
         return f"failing ({state.error}); last fetched: {since}"
     if state.last_change and now - state.last_change >= stale_after:
-        days = (now - state.last_change).days
-        return f"unchanged for {days} days"
+        return f"unchanged for {_duration_text(now - state.last_change)}"
     return None
+
+
+def _duration_text(d: timedelta) -> str:
+    seconds = int(d.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = seconds // size
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{seconds} seconds"

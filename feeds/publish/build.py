@@ -57,10 +57,15 @@ def publish(config: Config, store: Store, *, force: bool = False) -> WriteStats:
         for topic in config.topics:
             if topic.id in looks and looks[topic.id] != _looks(topic):
                 store.set_topic_looks(topic.id, _looks(topic))  # a new title: render again
+    # A publish that died (SIGKILL, power cut) may have left temp files anywhere: the next
+    # one sweeps them all. Otherwise only the small folders are looked at.
+    died = store.meta("publishing") == "1"
     full = force or store.meta("site") != _site_key(config) or not (public / "index.html").exists()
     dirty = store.dirty()
     if not full and not any(dirty.values()):
-        return WriteStats(0, 0, 0)  # nothing changed: not even the renderers are loaded
+        return WriteStats(0, 0, sweep(public, lambda _rel: True, papers=died))
+    with store.transaction():
+        store.set_meta("publishing", "1")
 
     from feeds.publish import render  # jinja2 and feedgen: only when something is written
 
@@ -113,11 +118,11 @@ def publish(config: Config, store: Store, *, force: bool = False) -> WriteStats:
     count.add(write_file(public / "feeds.opml", render.render_opml(site, [all_feed, *views])))
     count.add(write_file(public / "index.html", render.render_index(site, views, all_feed)))
 
-    removed = 0
+    removed = sweep(public, lambda _rel: True, papers=died)  # temp files only
     if full:  # whatever is not a current topic's goes (papers are never removed)
         ok = {topic_path(t) for t in wanted} | {feed_path(t, f) for t in wanted | {ALL}
                                                 for f in ("rss", "atom", "json")}  # fmt: skip
-        removed = sweep(public, lambda rel: rel.startswith("papers/") or rel in ok)
+        removed += sweep(public, lambda rel: rel.startswith("papers/") or rel in ok, papers=True)
     else:
         for gone in dirty["dropped"] - wanted:
             for rel in (topic_path(gone), *(feed_path(gone, f) for f in ("rss", "atom", "json"))):
@@ -129,6 +134,7 @@ def publish(config: Config, store: Store, *, force: bool = False) -> WriteStats:
     with store.transaction():  # only now: a publish that died is done again next time
         store.clear_dirty()
         store.set_meta("site", _site_key(config))
+        store.set_meta("publishing", "0")
     return WriteStats(count.written, count.unchanged, removed)
 
 

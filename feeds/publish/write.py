@@ -62,10 +62,13 @@ def write_stream(path: Path, pieces: Iterable[bytes]) -> bool:
     return True
 
 
-def sweep(root: Path, keep: Callable[[str], bool]) -> int:
-    """Remove the managed files under root that `keep` refuses, and stale temp files."""
+def sweep(root: Path, keep: Callable[[str], bool], *, papers: bool = False) -> int:
+    """Remove the managed files under root that `keep` refuses, and stale temp files.
+
+    papers/ (which may hold a million pages) is looked at only when `papers` is true.
+    """
     removed = 0
-    for d in ("", *MANAGED_DIRS):
+    for d in ("", *(m for m in MANAGED_DIRS if papers or m != "papers")):
         folder = root / d if d else root
         if not folder.is_dir():
             continue
