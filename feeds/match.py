@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from feeds.model import Hit, Paper
 from feeds.text import fold, has_cjk, strip_accents
@@ -41,13 +41,15 @@ class Term:
     key: str | None = None
     left: bool = False
     right: bool = False
+    # What the fast matcher records a find under: the same literal with the same edges.
+    variant: tuple[str, bool, bool] | None = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        variant = None if self.key is None else (self.key, self.left, self.right)
+        object.__setattr__(self, "variant", variant)
 
     def search(self, normalized: str) -> bool:
         return self.pattern.search(normalized) is not None
-
-    @property
-    def variant(self) -> tuple[str, bool, bool] | None:
-        return None if self.key is None else (self.key, self.left, self.right)
 
 
 def normalize(text: str) -> str:
@@ -140,12 +142,15 @@ class TopicMatcher:
     def _hits(
         self, terms: Iterable[Term], fields: dict[str, str], found: Found | None
     ) -> list[Hit]:
-        return [
-            Hit(term.text, name)
-            for term in terms
-            for name in self.criteria.fields
-            if _has(term, name, fields, found)
-        ]
+        names = self.criteria.fields
+        out: list[Hit] = []
+        for term in terms:
+            variant = term.variant
+            if found is None or variant is None:
+                out.extend(Hit(term.text, n) for n in names if term.pattern.search(fields[n]))
+            else:
+                out.extend(Hit(term.text, n) for n in names if (variant, n) in found)
+        return out
 
     def match(
         self, paper: Paper, fields: dict[str, str] | None = None, found: Found | None = None
@@ -192,12 +197,6 @@ class TopicMatcher:
         if self.none and self._hits(self.none, fields, found):
             return None
         return tuple(dict.fromkeys(hits))  # de-duplicated, order kept
-
-
-def _has(term: Term, name: str, fields: dict[str, str], found: Found | None) -> bool:
-    if found is None or term.variant is None:
-        return term.search(fields[name])
-    return (term.variant, name) in found
 
 
 def match_papers(
