@@ -1,0 +1,186 @@
+"""Measure paperfeeds at scale; every number is printed next to a baseline measured in the
+same run on the same machine, so the ratios mean something anywhere.
+
+    python benchmarks/run.py --papers 100000 --topics 1000 [--naive-papers 300] [--keep DIR]
+
+Phases (each in its own process where start-up or peak memory matters):
+  parse      digest files -> papers            baseline: decoding and splitting the same bytes
+  match      papers x topics                  baselines: the naive matcher (one regex per term
+                                               per topic per paper) and the floor (folding plus
+                                               one multi-pattern scan that finds nothing)
+  full       `feeds run` over everything       baseline: the file system creating as many files
+                                               of the same sizes by temp file + rename
+  increment  `feeds run` with one new 10-paper digest, wall time with start-up
+  no-op      `feeds run` with nothing new,     baseline: `python -c pass`
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.generate import write_digests, write_topics  # noqa: E402
+from feeds.config import load_subscriptions  # noqa: E402
+from feeds.digest import parse  # noqa: E402
+from feeds.match import Matcher, TopicMatcher, match_papers, normalize  # noqa: E402
+
+
+def rate(n: int, seconds: float) -> str:
+    return f"{n / seconds:,.0f}/s"
+
+
+def timed(fn, *args):  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    result = fn(*args)
+    return result, time.perf_counter() - start
+
+
+def feeds_run(work: Path, *extra: str) -> tuple[float, int, str]:
+    """Run `feeds run` in a child process: (wall seconds, peak RSS in MB, its output)."""
+    cmd = [sys.executable, "-m", "feeds", "run", "--offline", "--quiet", "--json"]
+    cmd += ["--inbox", "inbox", *extra]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if proc.returncode not in (0, 3):
+        sys.exit(f"feeds run failed ({proc.returncode}):\n{proc.stderr}")
+    return wall, max(peak, before) // 1024, proc.stdout
+
+
+def fs_floor(sizes: list[int], folder: Path) -> float:
+    """Seconds to create files of these sizes by temp file + rename (no fsync), as we do."""
+    folder.mkdir(parents=True)
+    start = time.perf_counter()
+    for i, size in enumerate(sizes):
+        tmp = folder / f".f{i}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(b"x" * size)
+        os.replace(tmp, folder / f"f{i}.html")
+    os.sync()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--papers", type=int, default=100_000)
+    ap.add_argument("--topics", type=int, default=1000)
+    ap.add_argument("--naive-papers", type=int, default=300, help="papers for the naive matcher")
+    ap.add_argument("--match-papers", type=int, default=50_000, help="papers for match rates")
+    ap.add_argument("--keep", type=Path, help="work folder to keep (default: a temp folder)")
+    args = ap.parse_args()
+
+    work = args.keep or Path(tempfile.mkdtemp(prefix="paperfeeds-bench-"))
+    inbox, config = work / "inbox", work / "config"
+    for d in (inbox, config):
+        shutil.rmtree(d, ignore_errors=True)
+    config.mkdir(parents=True)
+    shutil.rmtree(work / "public", ignore_errors=True)
+    shutil.rmtree(work / ".paperfeeds", ignore_errors=True)
+    print(f"paperfeeds benchmark: {args.papers:,} papers, {args.topics:,} topics, in {work}")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
+
+    _, gen = timed(write_digests, inbox, args.papers, 500, 1)
+    write_topics(config / "subscriptions.yaml", args.topics, 1)
+    files = sorted(inbox.glob("*.txt"))
+    print(f"generated {len(files)} digests in {gen:.1f}s")
+
+    # -- parse ---------------------------------------------------------------------------
+    blobs = [(f.name, f.read_bytes()) for f in files]
+    start = time.perf_counter()
+    papers = []
+    for name, blob in blobs:
+        papers.extend(p for _line, p in parse(blob, name).papers)
+    parse_s = time.perf_counter() - start
+    start = time.perf_counter()
+    lines = sum(len(blob.decode("utf-8").split("\n")) for _name, blob in blobs)
+    floor_s = time.perf_counter() - start
+    print(f"\nparse:  {rate(len(papers), parse_s)} papers "
+          f"({parse_s:.2f}s; floor decode+split {floor_s:.2f}s, {lines:,} lines: "
+          f"x{parse_s / floor_s:.1f} the floor)")  # fmt: skip
+    del blobs
+
+    # -- match ---------------------------------------------------------------------------
+    topics = load_subscriptions(config / "subscriptions.yaml")
+    pairs = [(t.id, t.criteria) for t in topics]
+    terms = sum(len(c.any) + sum(map(len, c.all)) + len(c.none) for _t, c in pairs)
+    sample = random.Random(1).sample(papers, min(args.match_papers, len(papers)))
+    matcher, build_s = timed(Matcher, pairs)
+    start = time.perf_counter()
+    hits = sum(len(matcher.match(p)) for p in sample)
+    fast_s = time.perf_counter() - start
+    naive = sample[: args.naive_papers]
+    slow_matchers = [(tid, TopicMatcher(c)) for tid, c in pairs]
+    start = time.perf_counter()
+    naive_hits = sum(1 for _ in match_papers(slow_matchers, naive))
+    naive_s = time.perf_counter() - start
+    import ahocorasick
+
+    nothing = ahocorasick.Automaton()
+    for i in range(terms):
+        nothing.add_word(f"\x00{i}\x00", i)  # terms that occur nowhere
+    nothing.make_automaton()
+    start = time.perf_counter()
+    for p in sample:
+        for text in (p.title + " " + (p.title_zh or ""), p.summary or ""):
+            for _ in nothing.iter(normalize(text)):
+                pass
+    floor_m = time.perf_counter() - start
+    fast_rate = len(sample) / fast_s
+    naive_rate = len(naive) / naive_s
+    floor_rate = len(sample) / floor_m
+    print(f"\nmatch:  {args.topics} topics, {terms:,} terms; automaton built in {build_s:.2f}s")
+    print(f"  fast   {fast_rate:>10,.0f} papers/s ({hits / len(sample):.1f} topic hits/paper)")
+    print(f"  naive  {naive_rate:>10,.0f} papers/s ({naive_hits / len(naive):.1f} hits/paper)"
+          f"  -> fast is x{fast_rate / naive_rate:,.0f} the naive matcher")  # fmt: skip
+    print(f"  floor  {floor_rate:>10,.0f} papers/s"
+          f"  -> fast is {floor_rate / fast_rate:.1f}x slower than the floor")  # fmt: skip
+    del papers, sample, naive, matcher, slow_matchers
+
+    # -- full build ----------------------------------------------------------------------
+    wall, peak, _out = feeds_run(work)
+    public = work / "public"
+    sizes = [p.stat().st_size for p in public.rglob("*") if p.is_file()]
+    floor_w = fs_floor(sizes, work / "fs-floor")
+    shutil.rmtree(work / "fs-floor")
+    write_share = floor_w  # what writing alone costs at best
+    print(f"\nfull build: {wall:.1f}s wall, peak {peak} MB, {len(sizes):,} files "
+          f"({sum(sizes) / 1e6:,.0f} MB)")  # fmt: skip
+    print(f"  file-system floor for those files: {floor_w:.1f}s "
+          f"({floor_w / len(sizes) * 1e6:.0f} us/file)")  # fmt: skip
+    print(f"  everything but the floor: {wall - write_share:.1f}s")
+
+    # -- incremental and no-op -----------------------------------------------------------
+    write_digests(work / "new", 10, 10, 99)
+    for f in sorted((work / "new").glob("*.txt")):
+        shutil.move(f, inbox / f"zz-new-{f.name}")
+    inc, inc_peak, _ = feeds_run(work)
+    noop, noop_peak, _ = feeds_run(work)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    python_s = time.perf_counter() - start
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import feeds.cli"], check=True)
+    import_s = time.perf_counter() - start
+    print(f"\nnew 10-paper digest: {inc * 1000:.0f} ms wall (peak {inc_peak} MB)")
+    print(f"no-op run:           {noop * 1000:.0f} ms wall (peak {noop_peak} MB)")
+    print(f"  baselines: `python -c pass` {python_s * 1000:.0f} ms, "
+          f"`import feeds.cli` {import_s * 1000:.0f} ms")  # fmt: skip
+    if not args.keep:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
