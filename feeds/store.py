@@ -567,6 +567,10 @@ class Store:
     def set_topic_looks(self, topic_id: str, looks: str) -> None:
         self.db.execute("UPDATE topics SET looks = ? WHERE topic_id = ?", (looks, topic_id))
         self.touch("topic", topic_id)
+        self.db.execute(  # its papers' pages name the topic
+            "INSERT OR IGNORE INTO dirty SELECT 'paper', paper_id FROM members WHERE topic_id = ?",
+            (topic_id,),
+        )
 
     # -- inbox files --------------------------------------------------------------------
 

@@ -1,0 +1,129 @@
+"""Work proportional to what is new: a run rewrites only the files whose content changed,
+and renders only what the state marked as changed."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from feeds.config import Config, load
+from feeds.pipeline import run
+from tests.conftest import offline
+
+ROOT = Path(__file__).resolve().parent.parent
+T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
+
+NEW_DIGEST = """ICML
+
+Tree Speculative Decoding with Learned Drafts
+
+基于学习草稿的树形推测解码
+
+Ann Lee, Bob Ray
+
+AI总结 提出一种树形推测解码方法。
+
+Comments Accepted at ICML 2026
+
+Another Speculative Decoding Paper for Long Contexts
+
+面向长上下文的推测解码
+
+Chen Wei
+
+AI总结 长上下文推测解码。
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "seeds", tmp_path / "seeds")
+    shutil.copy(ROOT / "config" / "subscriptions.yaml", tmp_path / "subscriptions.yaml")
+    return tmp_path
+
+
+def _config(project: Path) -> Config:
+    config = load(project / "subscriptions.yaml", None)
+    settings = replace(
+        config.settings,
+        inbox=(project / "seeds",),
+        public_dir=project / "public",
+        state=project / "state.sqlite3",
+    )
+    return offline(replace(config, settings=settings))
+
+
+def _stamps(public: Path) -> dict[str, tuple[int, bytes]]:
+    return {
+        str(p.relative_to(public)): (p.stat().st_mtime_ns, p.read_bytes())
+        for p in sorted(public.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _rewritten(
+    before: dict[str, tuple[int, bytes]], after: dict[str, tuple[int, bytes]]
+) -> set[str]:
+    return {name for name, stamp in after.items() if before.get(name) != stamp}
+
+
+def test_a_new_digest_rewrites_only_the_feeds_of_topics_that_gained_items(project: Path) -> None:
+    run(_config(project), now=lambda: T0)
+    before = _stamps(project / "public")
+    (project / "seeds" / "003_new.txt").write_text(NEW_DIGEST, encoding="utf-8")
+    summary = run(_config(project), now=lambda: T0 + timedelta(days=1))
+    after = _stamps(project / "public")
+
+    assert summary.papers_new == 2
+    gained = {t for t, n in summary.new_matches.items() if n}
+    assert gained == {"speculative-decoding", "icml-2026"}
+    new_pages = set(after) - set(before)
+    assert len(new_pages) == 2
+    assert all(name.startswith("papers/") for name in new_pages)
+    feeds = {f"feeds/{t}.{x}" for t in [*gained, "all"] for x in ("rss.xml", "atom.xml", "json")}
+    pages = {f"topics/{t}.html" for t in gained}
+    assert _rewritten(before, after) == feeds | pages | new_pages | {"index.html"}
+    assert summary.files.written == len(feeds | pages | new_pages | {"index.html"})
+
+
+def test_a_run_with_nothing_new_renders_and_writes_nothing(project: Path) -> None:
+    run(_config(project), now=lambda: T0)
+    before = _stamps(project / "public")
+    from feeds.publish import render
+
+    calls = []
+    original = render.render_feed
+    render.render_feed = lambda *a, **k: calls.append(a) or original(*a, **k)  # type: ignore[assignment]
+    try:
+        summary = run(_config(project), now=lambda: T0 + timedelta(days=1))
+    finally:
+        render.render_feed = original
+    assert calls == []  # nothing was even rendered
+    assert (summary.files.written, summary.files.removed) == (0, 0)
+    assert _stamps(project / "public") == before
+
+
+def test_a_new_topic_title_rewrites_that_topic_only(project: Path) -> None:
+    run(_config(project), now=lambda: T0)
+    before = _stamps(project / "public")
+    subs = project / "subscriptions.yaml"
+    subs.write_text(
+        subs.read_text("utf-8").replace("title: Hallucination", "title: Hallucinations in LLMs"),
+        encoding="utf-8",
+    )
+    run(_config(project), now=lambda: T0 + timedelta(days=1))
+    after = _stamps(project / "public")
+    changed = _rewritten(before, after)
+    hallucination = {f"feeds/hallucination.{x}" for x in ("rss.xml", "atom.xml", "json")}
+    assert hallucination | {"topics/hallucination.html", "index.html", "feeds.opml"} <= changed
+    # The two papers of that topic name it on their pages; nothing else changes.
+    assert len([n for n in changed if n.startswith("papers/")]) == 2
+    assert {n for n in changed if not n.startswith("papers/")} == hallucination | {
+        "topics/hallucination.html",
+        "index.html",
+        "feeds.opml",
+    }
