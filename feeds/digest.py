@@ -151,7 +151,7 @@ def looks_like_authors(line: str) -> bool:
     """Return True for a line of person names (`A B, C D`), False for a title-like line."""
     if _TITLE_PUNCT.search(line) or len(line) > 2000:
         return False
-    names = [x for x in _AUTHOR_SPLIT.split(line) if x.strip()]
+    names = [x for x in _split_names(line) if x.strip()]
     if not names or any(len(x.split()) > 6 for x in names):
         return False
     if len(names) > 1:
@@ -202,12 +202,14 @@ def _paper(record: _Record, venue: str | None) -> Paper:
     )
 
 
-def split_authors(text: str) -> tuple[str, ...]:
+def _split_names(text: str) -> list[str]:
     if " and " in text or not text.isascii():  # the general (slower) rule
-        parts = _AUTHOR_SPLIT.split(text)
-    else:  # the common case: "A B, C D"
-        parts = text.replace(";", ",").split(",")
-    return tuple(" ".join(a.split()) for a in parts if a.strip())
+        return _AUTHOR_SPLIT.split(text)
+    return text.replace(";", ",").split(",")  # the common case: "A B, C D"
+
+
+def split_authors(text: str) -> tuple[str, ...]:
+    return tuple(" ".join(a.split()) for a in _split_names(text) if a.strip())
 
 
 def split_institutions(text: str) -> tuple[Institution, ...]:
