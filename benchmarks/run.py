@@ -80,6 +80,12 @@ def main() -> None:
     ap.add_argument("--naive-papers", type=int, default=300, help="papers for the naive matcher")
     ap.add_argument("--match-papers", type=int, default=50_000, help="papers for match rates")
     ap.add_argument("--keep", type=Path, help="work folder to keep (default: a temp folder)")
+    ap.add_argument(
+        "--broad",
+        action="store_true",
+        help="topics from the seeds' vocabulary (each matches ~20%% of papers) instead of "
+        "narrow ones with realistic hit rates",
+    )
     args = ap.parse_args()
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="paperfeeds-bench-"))
@@ -89,11 +95,12 @@ def main() -> None:
     config.mkdir(parents=True)
     shutil.rmtree(work / "public", ignore_errors=True)
     shutil.rmtree(work / ".paperfeeds", ignore_errors=True)
-    print(f"paperfeeds benchmark: {args.papers:,} papers, {args.topics:,} topics, in {work}")
+    kind = "broad" if args.broad else "narrow"
+    print(f"paperfeeds benchmark: {args.papers:,} papers, {args.topics:,} {kind} topics, in {work}")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
 
     _, gen = timed(write_digests, inbox, args.papers, 500, 1)
-    write_topics(config / "subscriptions.yaml", args.topics, 1)
+    write_topics(config / "subscriptions.yaml", args.topics, 1, narrow=not args.broad)
     files = sorted(inbox.glob("*.txt"))
     print(f"generated {len(files)} digests in {gen:.1f}s")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from feeds.model import Hit, Paper
 from feeds.text import fold, has_cjk, strip_accents
@@ -37,7 +38,7 @@ class Term:
     """
 
     text: str
-    pattern: re.Pattern[str]
+    source: str  # the regular expression that finds the term in normalized text
     key: str | None = None
     left: bool = False
     right: bool = False
@@ -47,6 +48,12 @@ class Term:
     def __post_init__(self) -> None:
         variant = None if self.key is None else (self.key, self.left, self.right)
         object.__setattr__(self, "variant", variant)
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        # Compiled on first use: the fast matcher needs it only for /regex/ terms, and
+        # compiling ten thousand patterns would dominate building it.
+        return re.compile(self.source, 0 if self.key is not None else re.IGNORECASE)
 
     def search(self, normalized: str) -> bool:
         return self.pattern.search(normalized) is not None
@@ -64,7 +71,9 @@ def compile_term(text: str) -> Term:
     """Return the compiled form of one subscription term; raise re.error for a bad regex."""
     raw = text.strip()
     if len(raw) >= 2 and raw.startswith("/") and raw.endswith("/"):
-        return Term(text, re.compile(raw[1:-1], re.IGNORECASE))
+        regex = Term(text, raw[1:-1])
+        regex.pattern  # noqa: B018 -- compiled now, so that a bad expression fails at load time
+        return regex
     term = fold(raw)
     prefix = term.endswith("*") and not has_cjk(term)
     tokens = [t for t in _SPLIT.split(term.rstrip("*") if prefix else term) if t]
@@ -72,11 +81,11 @@ def compile_term(text: str) -> Term:
         raise re.error(f"empty term {text!r}")
     key = " ".join(tokens)
     if has_cjk(term):  # a substring anywhere: CJK has no spaces between words
-        return Term(text, re.compile(re.escape(key)), key)
+        return Term(text, re.escape(key), key)
     left = re.match(_WORD, tokens[0]) is not None
     right = not prefix and re.search(_WORD + "$", tokens[-1]) is not None
     pattern = (f"(?<!{_WORD})" if left else "") + re.escape(key) + (f"(?!{_WORD})" if right else "")
-    return Term(text, re.compile(pattern), key, left, right)
+    return Term(text, pattern, key, left, right)
 
 
 def person_key(name: str) -> str:
