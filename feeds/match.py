@@ -128,7 +128,7 @@ def paper_fields(paper: Paper) -> dict[str, str]:
 
 # What the fast matcher found in a paper: (term variant, field) pairs. Institution terms
 # are looked for in the accent-stripped institutions, under the pseudo-field INSTITUTIONS.
-Found = set[tuple[tuple[str, bool, bool], str]]
+Found = dict[tuple[str, bool, bool], set[str]]  # term variant -> fields it was found in
 INSTITUTIONS = "institutions/plain"
 
 
@@ -157,8 +157,8 @@ class TopicMatcher:
             variant = term.variant
             if found is None or variant is None:
                 out.extend(Hit(term.text, n) for n in names if term.pattern.search(fields[n]))
-            else:
-                out.extend(Hit(term.text, n) for n in names if (variant, n) in found)
+            elif (where := found.get(variant)) is not None:
+                out.extend(Hit(term.text, n) for n in names if n in where)
         return out
 
     def match(
@@ -183,12 +183,12 @@ class TopicMatcher:
                 return None
             hits.extend(Hit(a, "authors") for a in named)
         if self.institutions:
-            text = strip_accents(fields["institutions"])
+            text = fields.get(INSTITUTIONS) or strip_accents(fields["institutions"])
             found_i = [
                 t.text
                 for t in self.institutions
                 if (t.search(text) if found is None or t.variant is None
-                    else (t.variant, INSTITUTIONS) in found)
+                    else INSTITUTIONS in found.get(t.variant, ()))
             ]  # fmt: skip
             if not found_i:
                 return None
@@ -240,6 +240,7 @@ class Matcher:
         self.terms = ahocorasick.Automaton()
         self.institutions = ahocorasick.Automaton()
         self.always: list[int] = []  # topics that may match without any literal hit
+        self.by_venue: dict[str, list[int]] = {}  # topics that are "every paper of venue V"
         by_variant: dict[tuple[str, bool, bool], set[int]] = {}
         by_inst_variant: dict[tuple[str, bool, bool], set[int]] = {}
         self.fields: set[str] = set()
@@ -257,7 +258,13 @@ class Matcher:
             literal_positive = any(t.variant is not None for t in positive) or any(
                 t.variant is not None for t in m.institutions
             )
-            if not literal_positive or any(t.variant is None for t in (*positive, *m.institutions)):
+            c = m.criteria
+            if c.venues and not (c.any or c.all or c.none or c.authors or c.institutions):
+                for venue in m.venues:  # "every ICML paper": a table lookup, no evaluation
+                    self.by_venue.setdefault(venue, []).append(index)
+            elif not literal_positive or any(
+                t.variant is None for t in (*positive, *m.institutions)
+            ):
                 self.always.append(index)
             if m.terms:
                 self.fields.update(m.criteria.fields)
@@ -284,24 +291,28 @@ class Matcher:
                     continue
                 if right and end + 1 < n and word(text, end + 1):
                     continue
-                found.add((variant, name))
+                found.setdefault(variant, set()).add(name)
                 candidates.update(topic_set)
 
     def match(self, paper: Paper) -> list[tuple[str, tuple[Hit, ...]]]:
         """Return (topic id, hits) for every topic the paper matches, in topic order."""
         fields = paper_fields(paper)
-        found: Found = set()
+        found: Found = {}
         candidates: set[int] = set(self.always)
         if self._has_terms:
             for name in self.fields:
                 if fields[name]:
                     self._scan(self.terms, fields[name], name, found, candidates)
         if self._has_inst and fields["institutions"]:
-            text = strip_accents(fields["institutions"])
+            text = fields[INSTITUTIONS] = strip_accents(fields["institutions"])  # once a paper
             self._scan(self.institutions, text, INSTITUTIONS, found, candidates)
-        out = []
-        for index in sorted(candidates):
+        venue_topics = self.by_venue.get(fold(paper.venue or "").strip(), ())
+        out: list[tuple[str, tuple[Hit, ...]]] = []
+        for index in sorted(candidates.union(venue_topics)):
             topic_id, m = self.topics[index]
+            if index in venue_topics:
+                out.append((topic_id, (Hit(paper.venue or "", "venue"),)))
+                continue
             hits = m.match(paper, fields, found)
             if hits is not None:
                 out.append((topic_id, hits))
