@@ -192,9 +192,11 @@ def _cycle(
         problems.extend(parsed.diagnostics)
 
     progress("matching")
-    new_matches = _match(config, store, now)
+    new_matches = _match(config, store, now, progress)
     progress("publishing")
-    files = publish(config, store)  # the renderers are imported only if something changed
+    files = publish(
+        config, store, progress=progress
+    )  # the renderers are imported only if something changed
     # Links are resolved after publishing: feeds go out with what is known, and the
     # items whose links changed are published again below.
     report = None
@@ -204,7 +206,7 @@ def _cycle(
         report = resolve_links(store, s.links, now, progress)
         if report.changed or report.found:
             progress("publishing")
-            again = publish(config, store)
+            again = publish(config, store, progress=progress)
             files = WriteStats(files.written + again.written, again.unchanged,
                                files.removed + again.removed)  # fmt: skip
     summary = RunSummary(
@@ -240,7 +242,9 @@ def _remember(store: Store, item: Input, digest_hash: str) -> None:
         store.put_file(item.name, *item.stamp, digest_hash)
 
 
-def _match(config: Config, store: Store, now: datetime) -> dict[str, int]:
+def _match(
+    config: Config, store: Store, now: datetime, progress: Progress = lambda _m: None
+) -> dict[str, int]:
     """Update topic memberships; return how many papers entered each topic.
 
     Topics that are new or edited are matched against the whole history; the others only
@@ -268,7 +272,9 @@ def _match(config: Config, store: Store, now: datetime) -> dict[str, int]:
             # stay are kept by set_member.
             before = store.members_of(ids, paper_ids)
             still: set[tuple[str, str]] = set()
-            for paper in store.papers(paper_ids):
+            for n, paper in enumerate(store.papers(paper_ids), start=1):
+                if n % 1000 == 0:
+                    progress(f"matching: {n:,} papers against {len(topics):,} topics")
                 for topic_id, hits in matcher.match(paper):
                     still.add((topic_id, paper.paper_id))
                     if store.set_member(topic_id, paper.paper_id, hits, now):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -29,11 +29,15 @@ class _Counter:
     written: int = 0
     unchanged: int = 0
 
+    progress: Callable[[str], None] = lambda _m: None
+
     def add(self, changed: bool) -> None:
         if changed:
             self.written += 1
         else:
             self.unchanged += 1
+        if (self.written + self.unchanged) % 1000 == 0:
+            self.progress(f"publishing: {self.written:,} files written")
 
 
 def _site_key(config: Config) -> str:
@@ -47,7 +51,13 @@ def _looks(topic: Topic) -> str:
     return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
 
 
-def publish(config: Config, store: Store, *, force: bool = False) -> WriteStats:
+def publish(
+    config: Config,
+    store: Store,
+    *,
+    force: bool = False,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> WriteStats:
     """Render and write what changed; return how many files were written and removed."""
     s = config.settings
     public = Path(s.public_dir)
@@ -69,7 +79,7 @@ def publish(config: Config, store: Store, *, force: bool = False) -> WriteStats:
 
     from feeds.publish import render  # jinja2 and feedgen: only when something is written
 
-    count = _Counter()
+    count = _Counter(progress=progress)
     created = store.created()
     counts = store.member_counts()
     wanted = {t.id for t in config.topics}
