@@ -13,7 +13,7 @@ from feeds.config import Config, Topic
 from feeds.errors import DigestRejected
 from feeds.ingest import Input, inbox_files, read_input
 from feeds.lock import exclusive
-from feeds.model import Diagnostic
+from feeds.model import Diagnostic, Hit
 from feeds.publish.build import publish
 from feeds.publish.write import WriteStats
 from feeds.store import Store
@@ -256,13 +256,13 @@ def _match(
     wanted = {t.id for t in config.topics}
     fresh = [t for t in config.topics if known.get(t.id) != topic_fingerprint(t)]
     steady = [t for t in config.topics if known.get(t.id) == topic_fingerprint(t)]
-    changed = store.unmatched()
+    changed = store.has_unmatched()
     new_matches = {t.id: 0 for t in config.topics}
     with store.transaction():
         for topic_id in known.keys() - wanted:
             store.drop_topic(topic_id)
-        groups = [(fresh, None), (steady, changed)] if changed else [(fresh, None)]
-        for topics, paper_ids in groups:
+        groups = [(fresh, False), (steady, True)] if changed else [(fresh, False)]
+        for topics, unmatched_only in groups:
             if not topics:
                 continue
             matcher = Matcher([(t.id, t.criteria) for t in topics])
@@ -270,15 +270,28 @@ def _match(
             # Members before, to remove those that no longer match (an edited topic, or a
             # paper whose new information hits a `none` term). Entry dates of those that
             # stay are kept by set_member.
-            before = store.members_of(ids, paper_ids)
+            before = store.members_of(ids, unmatched_only)
+            had = {paper_id for _topic, paper_id in before}
             still: set[tuple[str, str]] = set()
-            for n, paper in enumerate(store.papers(paper_ids), start=1):
+            batch: list[tuple[str, str, tuple[Hit, ...]]] = []
+            papers = store.unmatched_papers() if unmatched_only else store.papers()
+            for n, paper in enumerate(papers, start=1):
                 if n % 1000 == 0:
                     progress(f"matching: {n:,} papers against {len(topics):,} topics")
                 for topic_id, hits in matcher.match(paper):
+                    if paper.paper_id not in had:
+                        # The common case (a new paper): nothing to compare with, so the
+                        # memberships are inserted in bulk.
+                        batch.append((topic_id, paper.paper_id, hits))
+                        new_matches[topic_id] += 1
+                        continue
                     still.add((topic_id, paper.paper_id))
                     if store.set_member(topic_id, paper.paper_id, hits, now):
                         new_matches[topic_id] += 1
+                if len(batch) >= 10_000:
+                    store.add_members(batch, now)
+                    batch.clear()
+            store.add_members(batch, now)
             for topic_id, paper_id in before - still:
                 store.remove_member(topic_id, paper_id)
         for topic in fresh:

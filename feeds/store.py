@@ -266,14 +266,23 @@ class Store:
             if paper is not None:
                 yield paper
 
-    def unmatched(self) -> list[str]:
-        """Return the ids of papers not yet matched against the topics, in arrival order.
+    def unmatched_papers(self) -> Iterator[Paper]:
+        """Yield the papers waiting to be matched, in arrival order, in one query."""
+        rows = self.db.execute(
+            f"SELECT {self._PAPER_COLS} FROM papers WHERE unmatched ORDER BY seq"
+        )
+        for row in rows:
+            yield _paper_from(row)
+
+    def has_unmatched(self) -> bool:
+        """Return True when papers wait to be matched against the topics.
 
         Kept in the database rather than in memory, so that papers ingested by a run that
         died before matching are matched by the next run.
         """
-        rows = self.db.execute("SELECT paper_id FROM papers WHERE unmatched ORDER BY seq")
-        return [str(r[0]) for r in rows]
+        return (
+            self.db.execute("SELECT 1 FROM papers WHERE unmatched LIMIT 1").fetchone() is not None
+        )
 
     def mark_matched(self) -> None:
         self.db.execute("UPDATE papers SET unmatched = 0 WHERE unmatched")
@@ -460,21 +469,42 @@ class Store:
             self.touch("topic", topic_id)
         return False
 
-    def members_of(
-        self, topic_ids: set[str], paper_ids: Sequence[str] | None
-    ) -> set[tuple[str, str]]:
-        """Return (topic id, paper id) memberships of these topics, for these papers or all."""
-        if paper_ids is None:
+    def members_of(self, topic_ids: set[str], unmatched_only: bool) -> set[tuple[str, str]]:
+        """Return (topic id, paper id) memberships of these topics: all of them, or those
+        of the papers waiting to be matched."""
+        if not unmatched_only:
             out: set[tuple[str, str]] = set()
             for tid in topic_ids:
                 rows = self.db.execute("SELECT paper_id FROM members WHERE topic_id = ?", (tid,))
                 out.update((tid, str(r[0])) for r in rows)
             return out
-        found: set[tuple[str, str]] = set()
-        for pid in paper_ids:
-            rows = self.db.execute("SELECT topic_id FROM members WHERE paper_id = ?", (pid,))
-            found.update((str(r[0]), pid) for r in rows if r[0] in topic_ids)
-        return found
+        rows = self.db.execute(
+            "SELECT m.topic_id, m.paper_id FROM papers p JOIN members m"
+            " ON m.paper_id = p.paper_id WHERE p.unmatched"
+        )
+        return {(str(t), str(p)) for t, p in rows if t in topic_ids}
+
+    def add_members(self, rows: Sequence[tuple[str, str, Sequence[Hit]]], now: datetime) -> None:
+        """Insert memberships known to be new (papers that had none), in bulk."""
+        when = _ts(now)
+        self.db.executemany(
+            "INSERT OR IGNORE INTO members SELECT ?, ?, ?, seq, ? FROM papers WHERE paper_id = ?",
+            (
+                (
+                    tid,
+                    pid,
+                    when,
+                    json.dumps([[h.term, h.field] for h in hits], ensure_ascii=False),
+                    pid,
+                )
+                for tid, pid, hits in rows
+            ),
+        )
+        self.db.executemany(
+            "INSERT OR IGNORE INTO dirty VALUES (?, ?)",
+            [("topic", t) for t in {tid for tid, _pid, _h in rows}]
+            + [("paper", p) for p in {pid for _tid, pid, _h in rows}],
+        )
 
     def remove_member(self, topic_id: str, paper_id: str) -> None:
         self.db.execute(
