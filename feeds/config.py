@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from feeds.errors import ConfigError
-from feeds.match import DEFAULT_FIELDS, FIELDS, Criteria, compile_term
+from feeds.match import DEFAULT_FIELDS, FIELDS, Criteria, check_term
 from feeds.text import clean_xml
 from feeds.yamlload import compose, line_of, scalar
 
@@ -198,7 +198,7 @@ def _terms(r: _Reader, node: yaml.Node, what: str) -> tuple[str, ...]:
         if term.strip() == "//":
             raise r.fail(item, f"bad term {term!r} in {what}: an empty regular expression")
         try:
-            compile_term(term)
+            check_term(term)
         except re.error as e:
             raise r.fail(item, f"bad term {term!r} in {what}: {e}") from e
         terms.append(term)

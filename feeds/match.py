@@ -67,6 +67,15 @@ def normalize(text: str) -> str:
     return _SEP_RUN.sub(" ", fold(text.replace("$", "")))
 
 
+def check_term(text: str) -> None:
+    """Raise re.error when a term cannot be used (a bad /regex/, nothing to match)."""
+    raw = text.strip()
+    if len(raw) >= 2 and raw.startswith("/") and raw.endswith("/"):
+        re.compile(raw[1:-1], re.IGNORECASE)
+    elif not any(_SPLIT.split(fold(raw).rstrip("*"))):
+        raise re.error(f"empty term {text!r}")
+
+
 def compile_term(text: str) -> Term:
     """Return the compiled form of one subscription term; raise re.error for a bad regex."""
     raw = text.strip()

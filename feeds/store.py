@@ -552,6 +552,20 @@ class Store:
             out[pid] = tuple(Link(*row) for row in rows)
         return out
 
+    def links_of_topic(self, topic_id: str) -> dict[str, tuple[Link, ...]]:
+        """Return the links of every paper in a topic, in one query (for its reading list)."""
+        out: dict[str, list[Link]] = {}
+        rows = self.db.execute(
+            "SELECT l.paper_id, l.url, l.kind, l.source, coalesce(c.status, 'unchecked'),"
+            " c.final_url, c.http_status, c.note FROM members m"
+            " JOIN links l ON l.paper_id = m.paper_id LEFT JOIN url_checks c ON c.url = l.url"
+            " WHERE m.topic_id = ? ORDER BY l.paper_id, l.position",
+            (topic_id,),
+        )
+        for pid, *link in rows:
+            out.setdefault(pid, []).append(Link(*link))
+        return {k: tuple(v) for k, v in out.items()}
+
     def topics_of(self, paper_id: str) -> list[tuple[str, tuple[Hit, ...]]]:
         rows = self.db.execute(
             "SELECT topic_id, matched FROM members WHERE paper_id = ? ORDER BY topic_id",

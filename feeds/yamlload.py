@@ -61,7 +61,10 @@ def compose(text: str, path: Path) -> yaml.Node | None:
 
 def _compose(text: str, where: str, loader: type[yaml.SafeLoader]) -> yaml.Node | None:
     try:
-        for event in yaml.parse(text, Loader=loader):
+        # An alias needs an anchor (&name): without "&" in the text there is none to find,
+        # and the extra pass over the events is skipped.
+        events = yaml.parse(text, Loader=loader) if "&" in text else ()
+        for event in events:
             if isinstance(event, yaml.AliasEvent):
                 mark = event.start_mark
                 raise ConfigError(

@@ -149,8 +149,9 @@ def publish(
 
 
 def _all_items(store: Store, topic_id: str) -> Iterator[Item]:
+    links = store.links_of_topic(topic_id)  # few papers have links: one query, a small dict
     for paper, entered, hits in store.topic_items(topic_id):
-        yield Item(paper, entered, store.links_of([paper.paper_id])[paper.paper_id], hits)
+        yield Item(paper, entered, links.get(paper.paper_id, ()), hits)
 
 
 def _paper_views(
