@@ -13,7 +13,13 @@ from datetime import datetime, timedelta
 import httpx
 
 from feeds import __version__
-from feeds.links.guard import AddressPolicy, BlockedAddress, NameNotResolved, deadline
+from feeds.links.guard import (
+    AddressPolicy,
+    BlockedAddress,
+    NameNotResolved,
+    deadline,
+    read_capped,
+)
 from feeds.model import SourceState
 
 MAX_DIGEST_BYTES = 20 * 1024 * 1024
@@ -74,14 +80,10 @@ def _get(client: httpx.Client, url: str, headers: dict[str, str], timeout: float
                         return Fetched(None, r.headers.get("etag"), r.headers.get("last-modified"))
                     if r.status_code != 200:
                         raise SourceFailed(f"HTTP {r.status_code}")
-                    body = bytearray()
-                    for chunk in r.iter_bytes():
-                        body += chunk
-                        if len(body) > MAX_DIGEST_BYTES:
-                            raise SourceFailed(f"larger than {MAX_DIGEST_BYTES} bytes")
-                    return Fetched(
-                        bytes(body), r.headers.get("etag"), r.headers.get("last-modified")
-                    )
+                    body = read_capped(r, MAX_DIGEST_BYTES)
+                    if body is None:
+                        raise SourceFailed(f"larger than {MAX_DIGEST_BYTES} bytes")
+                    return Fetched(body, r.headers.get("etag"), r.headers.get("last-modified"))
             raise SourceFailed("too many redirects")
     except (BlockedAddress, NameNotResolved) as e:
         raise SourceFailed(str(e)) from e

@@ -19,7 +19,13 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from feeds.links.guard import AddressPolicy, BlockedAddress, NameNotResolved, deadline
+from feeds.links.guard import (
+    AddressPolicy,
+    BlockedAddress,
+    NameNotResolved,
+    deadline,
+    read_capped,
+)
 from feeds.model import LinkStatus
 
 MAX_REDIRECTS = 5
@@ -160,12 +166,8 @@ class Checker:
     def _get_capped(self, url: str, headers: dict[str, str]) -> tuple[httpx.Response, bytes]:
         """GET with at most API_BYTES of body read."""
         with self.client.stream("GET", url, headers=headers) as response:
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > API_BYTES:
-                    break
-        return response, bytes(body)
+            body = read_capped(response, API_BYTES)
+        return response, body or b""  # too large: empty, so "not a JSON object"
 
     def _github_repo(self, url: str) -> tuple[str, str] | None:
         if not self.github_api:

@@ -19,7 +19,13 @@ from xml.etree import ElementTree as ET
 import httpx
 
 from feeds.links.extract import classify, normalize_url
-from feeds.links.guard import AddressPolicy, BlockedAddress, NameNotResolved, deadline
+from feeds.links.guard import (
+    AddressPolicy,
+    BlockedAddress,
+    NameNotResolved,
+    deadline,
+    read_capped,
+)
 from feeds.model import Link
 from feeds.text import title_key
 
@@ -149,12 +155,10 @@ class Enricher:
                     return None
                 if response.status_code != 200:
                     raise LookupFailed(f"HTTP {response.status_code} from {url}")
-                body = bytearray()
-                for chunk in response.iter_bytes():
-                    body += chunk
-                    if len(body) > MAX_RESPONSE:
-                        raise LookupFailed(f"answer larger than {MAX_RESPONSE} bytes")
-                return bytes(body)
+                body = read_capped(response, MAX_RESPONSE)
+                if body is None:
+                    raise LookupFailed(f"answer larger than {MAX_RESPONSE} bytes")
+                return body
         except (BlockedAddress, NameNotResolved, httpx.HTTPError) as e:
             raise LookupFailed(f"{type(e).__name__}: {e}"[:200]) from e
 

@@ -229,6 +229,17 @@ class GuardedTransport(httpx.HTTPTransport):
         )
 
 
+def read_capped(response: httpx.Response, limit: int) -> bytes | None:
+    """Return a streamed response's body, or None once it is longer than `limit` bytes
+    (the rest is never read)."""
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
 def guarded_client(
     policy: AddressPolicy, *, timeout: float, user_agent: str, max_connections: int = 16
 ) -> httpx.Client:

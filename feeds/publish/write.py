@@ -29,29 +29,27 @@ def write_file(path: Path, data: bytes) -> bool:
             return False
     except FileNotFoundError:
         pass
+    return _replace(path, [data], compare=False)
+
+
+def write_stream(path: Path, pieces: Iterable[bytes]) -> bool:
+    """Write a file given in pieces (too large to hold), via a temp file; False if unchanged."""
+    return _replace(path, pieces, compare=True)
+
+
+def _replace(path: Path, pieces: Iterable[bytes], *, compare: bool) -> bool:
+    """Write pieces to a temp file beside path, then rename it over path (atomic).
+
+    With `compare`, an equal existing file is kept as it is (same bytes, same mtime).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     # The temp name starts with "." so that readers and `feeds serve` never list it.
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return True
-
-
-def write_stream(path: Path, pieces: Iterable[bytes]) -> bool:
-    """Write a file given in pieces (too large to hold), via a temp file; False if unchanged."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
             for piece in pieces:
                 f.write(piece)
-        if path.exists() and filecmp.cmp(tmp, path, shallow=False):
+        if compare and path.exists() and filecmp.cmp(tmp, path, shallow=False):
             Path(tmp).unlink()
             return False
         os.chmod(tmp, 0o644)
