@@ -56,6 +56,7 @@ class LinkSettings:
 class Settings:
     site_title: str = "paperfeeds"
     base_url: str = "http://localhost:8000/"
+    page_size: int = 500  # papers per page of a topic's reading list
     inbox: tuple[Path, ...] = (Path("seeds"),)
     sources: tuple[str, ...] = ()
     public_dir: Path = Path("public")
@@ -298,7 +299,11 @@ def load_settings(path: Path | None) -> Settings:
     s = Settings()
     values: dict[str, Any] = {}
     if "site" in m:
-        site = r.mapping(m["site"], ("title", "base_url"), "site")
+        site = r.mapping(m["site"], ("title", "base_url", "page_size"), "site")
+        if "page_size" in site:
+            values["page_size"] = r.value(site["page_size"], (int,), "site.page_size")
+            if values["page_size"] < 1:
+                raise r.fail(site["page_size"], "site.page_size must be at least 1")
         if "title" in site:
             values["site_title"] = r.text(site["title"], "site.title")
         if "base_url" in site:

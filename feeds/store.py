@@ -85,7 +85,8 @@ CREATE TABLE sources (              -- remote digests: conditional GET state and
     failures INTEGER NOT NULL DEFAULT 0, next_try TEXT, error TEXT
 );
 CREATE TABLE dirty (                -- what the next publish must render again
-    kind TEXT NOT NULL CHECK (kind IN ('paper', 'topic', 'dropped')), id TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('paper', 'topic', 'dropped', 'archive')),
+    id TEXT NOT NULL,
     PRIMARY KEY (kind, id)
 ) WITHOUT ROWID;
 CREATE TABLE files (                -- inbox files already read: unchanged ones are not re-read
@@ -512,6 +513,33 @@ class Store:
         )
         self.touch("paper", paper_id)
         self.touch("topic", topic_id)
+        self.touch("archive", topic_id)  # later papers move down: every archive page shifts
+
+    def topic_order(self, topic_id: str) -> Iterator[str]:
+        """Yield a topic's paper ids oldest first: the order archive pages are cut in."""
+        rows = self.db.execute(
+            "SELECT paper_id FROM members WHERE topic_id = ? ORDER BY entered, seq DESC",
+            (topic_id,),
+        )
+        for (pid,) in rows:
+            yield str(pid)
+
+    def topic_slice(
+        self, topic_id: str, offset: int, limit: int
+    ) -> list[tuple[Paper, datetime, tuple[Hit, ...]]]:
+        """Return the papers of a topic at oldest-first positions offset.., newest first."""
+        cols = ", ".join(f"p.{c.strip()}" for c in self._PAPER_COLS.split(","))
+        rows = self.db.execute(
+            f"SELECT {cols}, m.entered, m.matched FROM members m"
+            " JOIN papers p ON p.paper_id = m.paper_id WHERE m.topic_id = ?"
+            " ORDER BY m.entered, m.seq DESC LIMIT ? OFFSET ?",
+            (topic_id, limit, offset),
+        ).fetchall()
+        out = [
+            (_paper_from(r[:-2]), parse_ts(r[-2]), tuple(Hit(t, f) for t, f in json.loads(r[-1])))
+            for r in rows
+        ]
+        return out[::-1]
 
     def topic_items(
         self, topic_id: str, limit: int | None = None
@@ -596,7 +624,12 @@ class Store:
 
     def dirty(self) -> dict[str, set[str]]:
         """Return what must be rendered again: {"paper": ids, "topic": ids, "dropped": ids}."""
-        out: dict[str, set[str]] = {"paper": set(), "topic": set(), "dropped": set()}
+        out: dict[str, set[str]] = {
+            "paper": set(),
+            "topic": set(),
+            "dropped": set(),
+            "archive": set(),
+        }
         for kind, item_id in self.db.execute("SELECT kind, id FROM dirty"):
             out[str(kind)].add(str(item_id))
         return out

@@ -127,3 +127,47 @@ def test_a_new_topic_title_rewrites_that_topic_only(project: Path) -> None:
         "index.html",
         "feeds.opml",
     }
+
+
+def _paged_config(project: Path) -> Config:
+    (project / "settings.yaml").write_text("site:\n  page_size: 2\n", encoding="utf-8")
+    config = load(project / "subscriptions.yaml", project / "settings.yaml")
+    settings = replace(
+        config.settings,
+        inbox=(project / "seeds",),
+        public_dir=project / "public",
+        state=project / "state.sqlite3",
+    )
+    return offline(replace(config, settings=settings))
+
+
+def _listed(page: Path) -> list[str]:
+    import re
+
+    return re.findall(r'href="(?:\.\./)+papers/([0-9a-f]+)\.html"', page.read_text("utf-8"))
+
+
+def test_reading_lists_are_paged_and_old_pages_stay_put(project: Path) -> None:
+    public = project / "public"
+    run(_paged_config(project), now=lambda: T0)
+    topics = public / "topics"
+    # 3 speculative-decoding papers: the newest on the front page, the oldest two on part 1.
+    assert len(_listed(topics / "speculative-decoding.html")) == 1
+    assert len(_listed(topics / "speculative-decoding" / "1.html")) == 2
+    assert not (topics / "speculative-decoding" / "2.html").exists()
+    # Every paper of a topic is listed exactly once across its pages.
+    icml = [*_listed(topics / "icml-2026.html")]
+    for page in sorted((topics / "icml-2026").glob("*.html")):
+        icml += _listed(page)
+    assert len(icml) == len(set(icml)) == 60
+    part1 = (topics / "speculative-decoding" / "1.html").stat().st_mtime_ns
+
+    (project / "seeds" / "003_new.txt").write_text(NEW_DIGEST, encoding="utf-8")
+    run(_paged_config(project), now=lambda: T0 + timedelta(days=1))
+    spec = [*_listed(topics / "speculative-decoding.html")]
+    for page in sorted((topics / "speculative-decoding").glob("*.html")):
+        spec += _listed(page)
+    assert len(spec) == len(set(spec)) == 5
+    assert len(_listed(topics / "speculative-decoding" / "2.html")) == 2  # a new part
+    # The oldest part did not change: not even rewritten.
+    assert (topics / "speculative-decoding" / "1.html").stat().st_mtime_ns == part1

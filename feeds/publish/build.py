@@ -10,14 +10,24 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+import shutil
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from feeds.config import Config, Topic
 from feeds.model import Hit, Item, Paper
-from feeds.publish.view import FeedView, PaperView, Site, feed_path, paper_path, topic_path
+from feeds.publish.view import (
+    FeedView,
+    PaperView,
+    Site,
+    archive_path,
+    feed_path,
+    pages,
+    paper_path,
+    topic_path,
+)
 from feeds.publish.write import WriteStats, sweep, write_file, write_stream
 from feeds.store import Store
 
@@ -97,6 +107,7 @@ def publish(
         updated = items[0].entered if items else created  # never the clock
         return FeedView(fid, title, desc, updated, items, cap, total)
 
+    removed_pages = 0
     views = [
         feed_view(t.id, t.title, t.description or "", t.max_items or s.max_items)
         for t in config.topics
@@ -114,9 +125,9 @@ def publish(
             write_file(public / feed_path(view.id, "json"), render.render_json_feed(site, view))
         )
         if view.id != ALL:
-            rows = _all_items(store, view.id)
-            count.add(
-                write_stream(public / topic_path(view.id), render.render_topic(site, view, rows))
+            every = full or view.id in dirty["archive"]
+            removed_pages += _reading_list(
+                store, site, view, public, s.page_size, every, dirty["paper"], count
             )
 
     titles = {t.id: t.title for t in config.topics}
@@ -128,7 +139,7 @@ def publish(
     count.add(write_file(public / "feeds.opml", render.render_opml(site, [all_feed, *views])))
     count.add(write_file(public / "index.html", render.render_index(site, views, all_feed)))
 
-    removed = sweep(public, lambda _rel: True, papers=died)  # temp files only
+    removed = removed_pages + sweep(public, lambda _rel: True, papers=died)  # temp files
     if full:  # whatever is not a current topic's goes (papers are never removed)
         ok = {topic_path(t) for t in wanted} | {feed_path(t, f) for t in wanted | {ALL}
                                                 for f in ("rss", "atom", "json")}  # fmt: skip
@@ -139,6 +150,8 @@ def publish(
                 if (public / rel).exists():
                     (public / rel).unlink()
                     removed += 1
+            if (public / "topics" / gone).is_dir():
+                shutil.rmtree(public / "topics" / gone)
     if count.written or removed:
         os.sync()  # one sync for the whole run instead of an fsync per file
     with store.transaction():  # only now: a publish that died is done again next time
@@ -148,10 +161,54 @@ def publish(
     return WriteStats(count.written, count.unchanged, removed)
 
 
-def _all_items(store: Store, topic_id: str) -> Iterator[Item]:
-    links = store.links_of_topic(topic_id)  # few papers have links: one query, a small dict
-    for paper, entered, hits in store.topic_items(topic_id):
-        yield Item(paper, entered, links.get(paper.paper_id, ()), hits)
+def _reading_list(
+    store: Store,
+    site: Site,
+    view: FeedView,
+    public: Path,
+    size: int,
+    every: bool,
+    dirty_papers: set[str],
+    count: _Counter,
+) -> int:
+    """Write a topic's reading list: the front page, and the archive pages that changed
+    (all when `every`; else new ones, the last one, and those holding a changed paper).
+    Return how many archive pages were removed (the list got shorter)."""
+    from feeds.publish import render
+
+    front, archives = pages(view.count, size)
+    links = store.links_of_topic(view.id)  # few papers have links: one query, a small dict
+
+    def items(rows: Iterable[tuple[Paper, datetime, tuple[Hit, ...]]]) -> Iterator[Item]:
+        for paper, entered, hits in rows:
+            yield Item(paper, entered, links.get(paper.paper_id, ()), hits)
+
+    front_rows = items(store.topic_items(view.id, front))
+    page = render.render_topic(site, view, front_rows, archives=archives)
+    count.add(write_stream(public / topic_path(view.id), page))
+    stale = set(range(1, archives + 1)) if every else {archives} if archives else set()
+    if not every and archives:
+        stale |= {
+            k for k in range(1, archives + 1) if not (public / archive_path(view.id, k)).exists()
+        }
+        if dirty_papers:
+            for rank, pid in enumerate(store.topic_order(view.id)):
+                if rank >= archives * size:
+                    break
+                if pid in dirty_papers:
+                    stale.add(rank // size + 1)
+    for k in sorted(stale):
+        rows = items(store.topic_slice(view.id, (k - 1) * size, size))
+        page = render.render_topic(site, view, rows, archives=archives, page=k)
+        count.add(write_stream(public / archive_path(view.id, k), page))
+    removed = 0
+    folder = public / "topics" / view.id
+    if folder.is_dir():
+        for old in folder.iterdir():
+            if old.suffix == ".html" and old.stem.isdigit() and int(old.stem) > archives:
+                old.unlink()
+                removed += 1
+    return removed
 
 
 def _paper_views(

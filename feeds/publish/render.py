@@ -214,10 +214,18 @@ def render_index(site: Site, feeds: list[FeedView], all_feed: FeedView) -> bytes
     return html.encode("utf-8")
 
 
-def render_topic(site: Site, feed: FeedView, rows: Iterable[Item]) -> Iterator[bytes]:
-    """Yield the topic page in pieces: it lists every matching paper, however many."""
+def render_topic(
+    site: Site, feed: FeedView, rows: Iterable[Item], *, archives: int = 0, page: int = 0
+) -> Iterator[bytes]:
+    """Yield a page of a topic's reading list in pieces: the newest papers (page 0, at
+    topics/<id>.html) or archive page `page` (topics/<id>/<page>.html), with links to the
+    `archives` archive pages."""
     template = _env().get_template("topic.html")
-    for piece in template.generate(site=site, root="../", feed=feed, rows=rows):
+    root = "../../" if page else "../"
+    stream = template.generate(
+        site=site, root=root, feed=feed, rows=rows, archives=archives, page=page
+    )
+    for piece in stream:
         yield piece.encode("utf-8")
 
 

@@ -53,6 +53,21 @@ def feed_path(feed_id: str, fmt: str) -> str:
     return f"feeds/{feed_id}.{ {'rss': 'rss.xml', 'atom': 'atom.xml', 'json': 'json'}[fmt] }"
 
 
+def archive_path(feed_id: str, page: int) -> str:
+    """Return archive page `page` of a topic's reading list (1 holds the oldest papers)."""
+    return f"topics/{feed_id}/{page}.html"
+
+
+def pages(count: int, size: int) -> tuple[int, int]:
+    """Return (papers on the front page, archive pages) for a reading list of `count`.
+
+    Archive pages hold `size` papers each, counted from the oldest, so a full one never
+    changes when new papers arrive; the front page holds the newest 1..size.
+    """
+    archives = (count - 1) // size if count else 0
+    return count - archives * size, archives
+
+
 def topic_path(feed_id: str) -> str:
     """Return the page of a feed: its reading list, or the front page for `all`."""
     return "index.html" if feed_id == "all" else f"topics/{feed_id}.html"
