@@ -96,6 +96,9 @@ def publish(
 
     def feed_view(fid: str, title: str, desc: str, cap: int) -> FeedView:
         rows: list[tuple[Paper, datetime, tuple[Hit, ...]]]
+        if not full and fid not in dirty["topic"] and fid != ALL:
+            # Not rendered this time: the index and OPML need only its title and size.
+            return FeedView(fid, title, desc, created, (), cap, counts.get(fid, 0))
         if fid == ALL:
             rows = [(p, seen, ()) for p, seen in store.all_items(cap)]
             total = store.paper_count()
