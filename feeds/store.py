@@ -479,9 +479,9 @@ class Store:
                 rows = self.db.execute("SELECT paper_id FROM members WHERE topic_id = ?", (tid,))
                 out.update((tid, str(r[0])) for r in rows)
             return out
-        rows = self.db.execute(
-            "SELECT m.topic_id, m.paper_id FROM papers p JOIN members m"
-            " ON m.paper_id = p.paper_id WHERE p.unmatched"
+        rows = self.db.execute(  # few papers wait: look their memberships up by index
+            "SELECT topic_id, paper_id FROM members"
+            " WHERE paper_id IN (SELECT paper_id FROM papers WHERE unmatched)"
         )
         return {(str(t), str(p)) for t, p in rows if t in topic_ids}
 
@@ -523,6 +523,33 @@ class Store:
         )
         for (pid,) in rows:
             yield str(pid)
+
+    def archived_ranks(self, topic_id: str, archived: int, paper_ids: set[str]) -> set[int]:
+        """Return the oldest-first positions (< archived) of these papers in a topic."""
+        if archived <= 0 or not paper_ids:
+            return set()
+        edge = self.db.execute(
+            "SELECT entered, seq FROM members WHERE topic_id = ?"
+            " ORDER BY entered, seq DESC LIMIT 1 OFFSET ?",
+            (topic_id, archived - 1),
+        ).fetchone()
+        if edge is None:
+            return set()
+        ranks = set()
+        for pid in paper_ids:
+            row = self.db.execute(
+                "SELECT entered, seq FROM members WHERE topic_id = ? AND paper_id = ?",
+                (topic_id, pid),
+            ).fetchone()
+            if row is None or (row[0], -row[1]) > (edge[0], -edge[1]):
+                continue  # not in the topic, or newer than every archived paper
+            older = self.db.execute(
+                "SELECT count(*) FROM members WHERE topic_id = ?"
+                " AND (entered < ? OR (entered = ? AND seq > ?))",
+                (topic_id, row[0], row[0], row[1]),
+            ).fetchone()[0]
+            ranks.add(int(older))
+        return ranks
 
     def topic_slice(
         self, topic_id: str, offset: int, limit: int
@@ -569,30 +596,21 @@ class Store:
 
     def links_of(self, paper_ids: Iterable[str]) -> dict[str, tuple[Link, ...]]:
         """Return the links (with their latest check) of some papers."""
-        out: dict[str, tuple[Link, ...]] = {}
-        for pid in paper_ids:
+        ids = list(paper_ids)
+        found: dict[str, list[Link]] = {pid: [] for pid in ids}
+        for start in range(0, len(ids), 500):  # SQLite's limit on parameters is generous
+            chunk = ids[start : start + 500]
             rows = self.db.execute(
-                "SELECT l.url, l.kind, l.source, coalesce(c.status, 'unchecked'), c.final_url,"
-                " c.http_status, c.note FROM links l LEFT JOIN url_checks c ON c.url = l.url"
-                " WHERE l.paper_id = ? ORDER BY l.position",
-                (pid,),
+                "SELECT l.paper_id, l.url, l.kind, l.source, coalesce(c.status, 'unchecked'),"
+                " c.final_url, c.http_status, c.note FROM links l"
+                " LEFT JOIN url_checks c ON c.url = l.url"
+                f" WHERE l.paper_id IN ({','.join('?' * len(chunk))})"
+                " ORDER BY l.paper_id, l.position",
+                chunk,
             )
-            out[pid] = tuple(Link(*row) for row in rows)
-        return out
-
-    def links_of_topic(self, topic_id: str) -> dict[str, tuple[Link, ...]]:
-        """Return the links of every paper in a topic, in one query (for its reading list)."""
-        out: dict[str, list[Link]] = {}
-        rows = self.db.execute(
-            "SELECT l.paper_id, l.url, l.kind, l.source, coalesce(c.status, 'unchecked'),"
-            " c.final_url, c.http_status, c.note FROM members m"
-            " JOIN links l ON l.paper_id = m.paper_id LEFT JOIN url_checks c ON c.url = l.url"
-            " WHERE m.topic_id = ? ORDER BY l.paper_id, l.position",
-            (topic_id,),
-        )
-        for pid, *link in rows:
-            out.setdefault(pid, []).append(Link(*link))
-        return {k: tuple(v) for k, v in out.items()}
+            for pid, *link in rows:
+                found[pid].append(Link(*link))
+        return {pid: tuple(links) for pid, links in found.items()}
 
     def topics_of(self, paper_id: str) -> list[tuple[str, tuple[Hit, ...]]]:
         rows = self.db.execute(

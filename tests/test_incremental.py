@@ -171,3 +171,16 @@ def test_reading_lists_are_paged_and_old_pages_stay_put(project: Path) -> None:
     assert len(_listed(topics / "speculative-decoding" / "2.html")) == 2  # a new part
     # The oldest part did not change: not even rewritten.
     assert (topics / "speculative-decoding" / "1.html").stat().st_mtime_ns == part1
+
+    # A link found later for a paper on part 1 rewrites part 1 only.
+    part2 = (topics / "speculative-decoding" / "2.html").stat().st_mtime_ns
+    (project / "seeds" / "004_update.txt").write_text(
+        "ICML\n\nLK Losses: Direct Acceptance Rate Optimization for Speculative Decoding\n\n"
+        "Alexander Samarin\n\nComments Code: https://github.com/example/lk-losses\n",
+        encoding="utf-8",
+    )
+    run(_paged_config(project), now=lambda: T0 + timedelta(days=2))
+    assert "github.com/example/lk-losses" in (topics / "speculative-decoding" / "1.html").read_text(
+        "utf-8"
+    )
+    assert (topics / "speculative-decoding" / "2.html").stat().st_mtime_ns == part2

@@ -180,11 +180,12 @@ def _reading_list(
     from feeds.publish import render
 
     front, archives = pages(view.count, size)
-    links = store.links_of_topic(view.id)  # few papers have links: one query, a small dict
 
     def items(rows: Iterable[tuple[Paper, datetime, tuple[Hit, ...]]]) -> Iterator[Item]:
-        for paper, entered, hits in rows:
-            yield Item(paper, entered, links.get(paper.paper_id, ()), hits)
+        page = list(rows)  # at most `size` papers
+        links = store.links_of(p.paper_id for p, _e, _h in page)
+        for paper, entered, hits in page:
+            yield Item(paper, entered, links[paper.paper_id], hits)
 
     front_rows = items(store.topic_items(view.id, front))
     page = render.render_topic(site, view, front_rows, archives=archives)
@@ -194,7 +195,10 @@ def _reading_list(
         stale |= {
             k for k in range(1, archives + 1) if not (public / archive_path(view.id, k)).exists()
         }
-        if dirty_papers:
+        if 0 < len(dirty_papers) <= 5000:
+            archived = archives * size
+            stale |= {r // size + 1 for r in store.archived_ranks(view.id, archived, dirty_papers)}
+        elif dirty_papers:  # many changed papers: one pass over the topic is cheaper
             for rank, pid in enumerate(store.topic_order(view.id)):
                 if rank >= archives * size:
                     break
