@@ -46,6 +46,22 @@ def offline(config: Config) -> Config:
     return replace(config, settings=replace(config.settings, links=links))
 
 
+def project_config(
+    root: Path,
+    subscriptions: Path,
+    settings: Path | None = None,
+    *,
+    inbox: str = "seeds",
+    state: str = "state.sqlite3",
+) -> Config:
+    """Return the config of a project folder: inbox, public/ and state inside it, offline."""
+    config = load(subscriptions, settings)
+    s = replace(
+        config.settings, inbox=(root / inbox,), public_dir=root / "public", state=root / state
+    )
+    return offline(replace(config, settings=s))
+
+
 @dataclass(frozen=True)
 class Workspace:
     """A scratch project folder: inbox (a copy of seeds/), config, and where output goes."""

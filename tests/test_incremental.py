@@ -4,15 +4,14 @@ and renders only what the state marked as changed."""
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from feeds.config import Config, load
+from feeds.config import Config
 from feeds.pipeline import run
-from tests.conftest import offline
+from tests.conftest import project_config
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -47,14 +46,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def _config(project: Path) -> Config:
-    config = load(project / "subscriptions.yaml", None)
-    settings = replace(
-        config.settings,
-        inbox=(project / "seeds",),
-        public_dir=project / "public",
-        state=project / "state.sqlite3",
-    )
-    return offline(replace(config, settings=settings))
+    return project_config(project, project / "subscriptions.yaml")
 
 
 def _stamps(public: Path) -> dict[str, tuple[int, bytes]]:
@@ -131,14 +123,7 @@ def test_a_new_topic_title_rewrites_that_topic_only(project: Path) -> None:
 
 def _paged_config(project: Path) -> Config:
     (project / "settings.yaml").write_text("site:\n  page_size: 2\n", encoding="utf-8")
-    config = load(project / "subscriptions.yaml", project / "settings.yaml")
-    settings = replace(
-        config.settings,
-        inbox=(project / "seeds",),
-        public_dir=project / "public",
-        state=project / "state.sqlite3",
-    )
-    return offline(replace(config, settings=settings))
+    return project_config(project, project / "subscriptions.yaml", project / "settings.yaml")
 
 
 def _listed(page: Path) -> list[str]:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from feeds.config import load
+from feeds.config import Config
 from feeds.errors import StateError
 from feeds.lock import exclusive
 from feeds.pipeline import run
-from tests.conftest import offline
+from tests.conftest import project_config
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -31,17 +31,9 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _config(project: Path, *, inbox: str = "seeds"):  # type: ignore[no-untyped-def]
-    config = load(project / "config" / "subscriptions.yaml", None)
-    from dataclasses import replace
-
-    settings = replace(
-        config.settings,
-        inbox=(project / inbox,),
-        public_dir=project / "public",
-        state=project / ".paperfeeds" / "state.sqlite3",
-    )
-    return offline(replace(config, settings=settings))
+def _config(project: Path, *, inbox: str = "seeds") -> Config:
+    subscriptions = project / "config" / "subscriptions.yaml"
+    return project_config(project, subscriptions, inbox=inbox, state=".paperfeeds/state.sqlite3")
 
 
 def _snapshot(public: Path) -> dict[str, tuple[bytes, int]]:

@@ -7,15 +7,14 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from feeds.config import Config, load
+from feeds.config import Config
 from feeds.pipeline import run
-from tests.conftest import offline
+from tests.conftest import project_config
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -55,14 +54,7 @@ def project(tmp_path: Path) -> Path:
 def _config(project: Path, subscriptions: str) -> Config:
     path = project / "subscriptions.yaml"
     path.write_text(subscriptions, encoding="utf-8")
-    config = load(path, None)
-    settings = replace(
-        config.settings,
-        inbox=(project / "seeds",),
-        public_dir=project / "public",
-        state=project / "state.sqlite3",
-    )
-    return offline(replace(config, settings=settings))
+    return project_config(project, path)
 
 
 def _files(public: Path) -> dict[str, tuple[bytes, int]]:
