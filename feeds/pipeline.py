@@ -151,10 +151,6 @@ def _cycle(
 
     got = _Collected()
     rejected = got.rejected
-    # Parsing and link extraction compile many patterns: loaded when a digest is new.
-    from feeds.digest import parse
-    from feeds.links.extract import extract_links
-
     for n, item in enumerate(_inputs(config, store, now, settle, offline, got), start=1):
         progress(f"digest {n}: {item.name} ({counts['new']} new papers so far)")
         h = item.digest_hash
@@ -163,6 +159,11 @@ def _cycle(
             with store.transaction():
                 _remember(store, item, h)
             continue
+        # Parsing and link extraction compile many patterns: imported only when a digest is
+        # new (after the first time, these imports are a dictionary lookup).
+        from feeds.digest import parse
+        from feeds.links.extract import extract_links
+
         try:
             parsed = parse(item.content, item.name)
         except DigestRejected as e:
