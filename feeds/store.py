@@ -291,12 +291,6 @@ class Store:
     def paper_count(self) -> int:
         return int(self.db.execute("SELECT count(*) FROM papers").fetchone()[0])
 
-    def first_seen(self) -> dict[str, datetime]:
-        rows = self.db.execute("SELECT paper_id, first_seen FROM papers")
-        return {str(p): parse_ts(t) for p, t in rows}
-
-    # -- links --------------------------------------------------------------------------
-
     def add_links(self, paper_id: str, links: Sequence[Link]) -> int:
         """Add links not yet known for a paper (never removing any); return how many."""
         start = self.db.execute(
@@ -313,20 +307,6 @@ class Store:
         if added:
             self._touch_paper(paper_id)
         return added
-
-    def links(self) -> dict[str, tuple[Link, ...]]:
-        """Return every paper's links with their latest check, in the order they were found."""
-        out: dict[str, list[Link]] = {}
-        rows = self.db.execute(
-            "SELECT l.paper_id, l.url, l.kind, l.source, coalesce(c.status, 'unchecked'),"
-            " c.final_url, c.http_status, c.note"
-            " FROM links l LEFT JOIN url_checks c ON c.url = l.url"
-            " ORDER BY l.paper_id, l.position"
-        )
-        for pid, url, kind, source, status, final_url, http_status, note in rows:
-            link = Link(url, kind, source, status, final_url, http_status, note)
-            out.setdefault(pid, []).append(link)
-        return {k: tuple(v) for k, v in out.items()}
 
     def due_urls(self, now: datetime) -> list[str]:
         """Return the URLs never checked or due again, never-checked first."""
@@ -437,15 +417,6 @@ class Store:
         self.touch("dropped", topic_id)
         self.db.execute("DELETE FROM topics WHERE topic_id = ?", (topic_id,))
         self.db.execute("DELETE FROM members WHERE topic_id = ?", (topic_id,))
-
-    def members(self, topic_id: str) -> dict[str, tuple[datetime, tuple[Hit, ...]]]:
-        """Return paper id -> (entered, hits) for one topic."""
-        rows = self.db.execute(
-            "SELECT paper_id, entered, matched FROM members WHERE topic_id = ?", (topic_id,)
-        )
-        return {
-            str(p): (parse_ts(e), tuple(Hit(t, f) for t, f in json.loads(m))) for p, e, m in rows
-        }
 
     def set_member(self, topic_id: str, paper_id: str, hits: Sequence[Hit], now: datetime) -> bool:
         """Record that a paper is in a topic, keeping its entry date; True if it is new."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import filecmp
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,28 +78,3 @@ def sweep(root: Path, keep: Callable[[str], bool], *, papers: bool = False) -> i
                 path.unlink(missing_ok=True)
                 removed += 1
     return removed
-
-
-def write_tree(root: Path, files: Mapping[str, bytes]) -> WriteStats:
-    """Make root hold exactly these files (among those paperfeeds manages)."""
-    written = unchanged = removed = 0
-    for rel, data in sorted(files.items()):
-        if write_file(root / rel, data):
-            written += 1
-        else:
-            unchanged += 1
-    for d in ("", *MANAGED_DIRS):
-        folder = root / d if d else root
-        if not folder.is_dir():
-            continue
-        for path in folder.iterdir():
-            rel = f"{d}/{path.name}" if d else path.name
-            if not d and not (path.name.startswith(".") and path.name.endswith(".tmp")):
-                continue  # at the top, only our own leftovers: the rest may be the user's
-            stale_tmp = path.name.startswith(".") and path.name.endswith(".tmp")
-            if rel not in files and (stale_tmp or path.suffix in MANAGED_SUFFIXES):
-                path.unlink(missing_ok=True)
-                removed += 1
-    if written or removed:
-        os.sync()  # one sync for the whole run instead of an fsync per file
-    return WriteStats(written, unchanged, removed)
