@@ -1,29 +1,24 @@
-"""Read and validate `subscriptions.yaml` and `settings.yaml` into frozen objects.
-
-Every mistake is reported as ConfigError with file:line and, where obvious, a suggestion.
-"""
+"""The configuration as frozen objects, and loading it (from a cache when the files are
+unchanged: validating a thousand topics costs more than the rest of a run that has nothing
+to do). Reading and validating the YAML files is feeds.configfile's work."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+import hashlib
+import os
+import pickle
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
-import yaml
+from feeds import __version__
 
-from feeds.errors import ConfigError
-from feeds.match import DEFAULT_FIELDS, FIELDS, Criteria, check_term
-from feeds.text import clean_xml
-from feeds.yamlload import compose, line_of, scalar
+if TYPE_CHECKING:
+    from feeds.match import Criteria
 
-TOPIC_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
-RESERVED_IDS = {"all"}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-T = TypeVar("T")
+# Bump when the pickled objects change shape in a way the code stamp below would not see.
+CACHE_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -34,6 +29,21 @@ class Topic:
     description: str | None = None
     max_items: int | None = None
     line: int = 0
+
+    # Both are kept in the state and compared on every run; computed once and cached with
+    # the config. The repr of a frozen dataclass of tuples of strings is stable.
+    @cached_property
+    def fingerprint(self) -> str:
+        """A hash of what decides the topic's papers (not its title or size)."""
+        return hashlib.sha256(repr(self.criteria).encode()).hexdigest()[:16]
+
+    @cached_property
+    def looks(self) -> str:
+        """A hash of what the topic's pages show besides its papers (title, size)."""
+        import json
+
+        data = [self.title, self.description, self.max_items]
+        return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -76,349 +86,92 @@ class Config:
     subscriptions_path: Path
 
 
-def _close(word: str, choices: tuple[str, ...], n: int = 1) -> list[str]:
-    import difflib  # only when there is a mistake to suggest a fix for
+def load_settings(path: Path | None) -> Settings:
+    """Return the settings from a file, defaults for what it leaves out (or if path is None)."""
+    from feeds.configfile import read_settings
 
-    return difflib.get_close_matches(word, choices, n=n)
-
-
-def parse_duration(text: str) -> float:
-    """Return seconds for `30s`, `15m`, `2h`, `1d`; raise ValueError otherwise."""
-    m = _DURATION.match(str(text))
-    if not m:
-        raise ValueError(f"{text!r} is not a duration like 30s, 15m, 2h or 1d")
-    return float(m.group(1)) * _UNITS[m.group(2)]
-
-
-class _Reader:
-    """Typed access to YAML nodes, raising ConfigError at the node's line."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def fail(self, node: yaml.Node, message: str) -> ConfigError:
-        return ConfigError(message, file=str(self.path), line=line_of(node))
-
-    def mapping(self, node: yaml.Node, allowed: tuple[str, ...], what: str) -> dict[str, yaml.Node]:
-        if not isinstance(node, yaml.MappingNode):
-            raise self.fail(node, f"{what} must be a mapping (key: value lines)")
-        out: dict[str, yaml.Node] = {}
-        for key, value in node.value:
-            name = str(key.value)
-            if name not in allowed:
-                hint = _close(name, allowed, n=1)
-                suggestion = f" — did you mean {hint[0]!r}?" if hint else ""
-                known = ", ".join(allowed)
-                raise self.fail(key, f"unknown key {name!r} in {what}{suggestion} (known: {known})")
-            out[name] = value
-        return out
-
-    def value(self, node: yaml.Node, types: tuple[type, ...], what: str) -> Any:
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.fail(node, f"{what} must be a single value")
-        v = scalar(node)
-        if bool in types and isinstance(v, str):
-            raise self.fail(node, f"{what} must be true or false, not {v!r}")
-        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
-            names = " or ".join(t.__name__.replace("str", "text") for t in types)
-            raise self.fail(node, f"{what} must be {names}, not {v!r}")
-        return v
-
-    def text(self, node: yaml.Node, what: str) -> str:
-        """Return a text value exactly as typed: `3.10` stays "3.10", `010` stays "010"."""
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.fail(node, f"{what} must be text, not a list or mapping")
-        if node.tag == "tag:yaml.org,2002:null" and node.style is None:
-            raise self.fail(node, f"{what} is empty; give a value")
-        if node.tag == "tag:yaml.org,2002:bool":
-            raise self.fail(
-                node, f"{what} must be text, not {node.value}; quote it if you mean the word"
-            )
-        text = clean_xml(str(node.value)).strip()  # "\x85" and friends would reach every feed
-        if not text:
-            raise self.fail(node, f"{what} must not be empty")
-        return text
-
-    def items(self, node: yaml.Node, what: str) -> list[yaml.Node]:
-        """Return the nodes of a list; a lone value is a list of one."""
-        if isinstance(node, yaml.ScalarNode):
-            return [node]
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.fail(node, f"{what} must be a list")
-        return list(node.value)
-
-    def texts(self, node: yaml.Node, what: str) -> tuple[str, ...]:
-        return tuple(self.text(item, what) for item in self.items(node, what))
-
-    def each(self, node: yaml.Node, what: str, fn: Callable[[yaml.Node], T]) -> tuple[T, ...]:
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.fail(node, f"{what} must be a list")
-        return tuple(fn(item) for item in node.value)
-
-
-def _read(path: Path) -> yaml.Node | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as e:
-        raise ConfigError("file not found", file=str(path)) from e
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read: {e}", file=str(path)) from e
-    return compose(text, path)
-
-
-_TOPIC_KEYS: tuple[str, ...] = ("id", "title", "description", "any", "all", "none", "fields")
-_TOPIC_KEYS += ("authors", "institutions", "venues", "max_items")
+    return read_settings(path)
 
 
 def load_subscriptions(path: Path) -> tuple[Topic, ...]:
     """Return the topics of a subscriptions file, or raise ConfigError."""
-    r = _Reader(path)
-    root = _read(path)
-    if root is None:
-        raise ConfigError("the file is empty; it needs a 'topics:' list", file=str(path))
-    top = r.mapping(root, ("topics",), "the subscriptions file")
-    if "topics" not in top:
-        raise r.fail(root, "missing 'topics:' list")
-    seen: dict[str, int] = {}
-    topics = r.each(top["topics"], "topics", lambda node: _topic(r, node))
-    for topic in topics:
-        if topic.id in seen:
-            raise ConfigError(
-                f"duplicate topic id {topic.id!r} (first at line {seen[topic.id]})",
-                file=str(path),
-                line=topic.line,
-            )
-        seen[topic.id] = topic.line
-    return topics
+    from feeds.configfile import read_subscriptions
+
+    return read_subscriptions(path)
 
 
-def _terms(r: _Reader, node: yaml.Node, what: str) -> tuple[str, ...]:
-    terms = []
-    for item in r.items(node, what):
-        term = r.text(item, what)
-        if term.strip() == "//":
-            raise r.fail(item, f"bad term {term!r} in {what}: an empty regular expression")
-        try:
-            check_term(term)
-        except re.error as e:
-            raise r.fail(item, f"bad term {term!r} in {what}: {e}") from e
-        terms.append(term)
-    return tuple(terms)
+def load(subscriptions: Path, settings: Path | None, *, cache: bool = True) -> Config:
+    """Return the whole validated configuration.
 
-
-def _all_group(r: _Reader, node: yaml.Node) -> tuple[str, ...]:
-    group = _terms(r, node, "all")
-    if not group:
-        raise r.fail(node, "an item of 'all' is an empty list; give it at least one term")
-    return group
-
-
-def _topic(r: _Reader, node: yaml.Node) -> Topic:
-    m = r.mapping(node, _TOPIC_KEYS, "a topic")
-    for required in ("id", "title"):
-        if required not in m:
-            raise r.fail(node, f"a topic needs {required!r}")
-    topic_id = r.text(m["id"], "id")
-    if topic_id in RESERVED_IDS:
-        raise r.fail(
-            m["id"], f"topic id {topic_id!r} is reserved (it names the feed of all papers)"
-        )
-    if not TOPIC_ID.match(topic_id):
-        raise r.fail(
-            m["id"],
-            f"topic id {topic_id!r} must be lowercase letters, digits and hyphens "
-            "(it becomes a file name), e.g. 'speculative-decoding'",
-        )
-    fields: tuple[str, ...] = DEFAULT_FIELDS
-    if "fields" in m:
-        fields = r.texts(m["fields"], "fields")
-        for item, name in zip(r.items(m["fields"], "fields"), fields, strict=True):
-            if name not in FIELDS:
-                hint = _close(name, FIELDS, n=1)
-                suggestion = f" — did you mean {hint[0]!r}?" if hint else ""
-                known = ", ".join(FIELDS)
-                raise r.fail(item, f"unknown field {name!r}{suggestion} (known: {known})")
-    all_groups: tuple[tuple[str, ...], ...] = ()
-    if "all" in m:
-        all_groups = r.each(m["all"], "all", lambda item: _all_group(r, item))
-    criteria = Criteria(
-        any=_terms(r, m["any"], "any") if "any" in m else (),
-        all=all_groups,
-        none=_terms(r, m["none"], "none") if "none" in m else (),
-        fields=fields,
-        authors=r.texts(m["authors"], "authors") if "authors" in m else (),
-        institutions=_terms(r, m["institutions"], "institutions") if "institutions" in m else (),
-        venues=r.texts(m["venues"], "venues") if "venues" in m else (),
+    The result is cached (in the user's cache folder) under the exact bytes of both files,
+    the working folder and the code that reads them; any difference reads the files again.
+    """
+    key = _cache_key(subscriptions, settings) if cache else None
+    path = _cache_path(subscriptions, settings)
+    if key is not None:
+        cached = _cache_read(path, key)
+        if cached is not None:
+            return cached
+    config = Config(
+        settings=load_settings(settings),
+        topics=load_subscriptions(subscriptions),
+        subscriptions_path=subscriptions,
     )
-    if not criteria.positive:
-        raise r.fail(
-            node,
-            f"topic {topic_id!r} has no positive criterion; give at least one of "
-            "any, all, authors, institutions, venues ('none' alone would match everything)",
-        )
-    max_items = None
-    if "max_items" in m:
-        max_items = r.value(m["max_items"], (int,), "max_items")
-        if max_items < 1:
-            raise r.fail(m["max_items"], "max_items must be at least 1")
-    return Topic(
-        id=topic_id,
-        title=r.text(m["title"], "title"),
-        criteria=criteria,
-        description=r.text(m["description"], "description") if "description" in m else None,
-        max_items=max_items,
-        line=line_of(node),
-    )
+    if key is not None:
+        for topic in config.topics:  # computed now, so that the cache holds them
+            _ = topic.fingerprint, topic.looks
+        _cache_write(path, key, config)
+    return config
 
 
-_LINK_KEYS: tuple[str, ...] = ("check", "allow_hosts", "timeout", "concurrency", "per_host")
-_LINK_KEYS += ("arxiv", "huggingface", "lookups_per_run", "arxiv_api", "huggingface_api")
-_LINK_KEYS += ("github_api", "arxiv_delay")
-_SETTINGS_KEYS: tuple[str, ...] = (
-    "site",
-    "inbox",
-    "sources",
-    "public_dir",
-    "state",
-    "schedule",
-    "settle",
-    "stale_after",
-)
-_SETTINGS_KEYS += ("feed", "links")
+def cache_dir() -> Path:
+    """Where derived, disposable data goes: $XDG_CACHE_HOME/paperfeeds or ~/.cache/paperfeeds."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return Path(base) / "paperfeeds"
 
 
-def load_settings(path: Path | None) -> Settings:
-    """Return the settings from a file, defaults for what it leaves out (or if path is None)."""
-    if path is None:
-        return Settings()
-    r = _Reader(path)
-    root = _read(path)
-    if root is None:
-        return Settings()
-    m = r.mapping(root, _SETTINGS_KEYS, "the settings file")
-    s = Settings()
-    values: dict[str, Any] = {}
-    if "site" in m:
-        site = r.mapping(m["site"], ("title", "base_url", "page_size"), "site")
-        if "page_size" in site:
-            values["page_size"] = r.value(site["page_size"], (int,), "site.page_size")
-            if values["page_size"] < 1:
-                raise r.fail(site["page_size"], "site.page_size must be at least 1")
-        if "title" in site:
-            values["site_title"] = r.text(site["title"], "site.title")
-        if "base_url" in site:
-            url = _http_url(r, site["base_url"], "site.base_url")
-            values["base_url"] = url if url.endswith("/") else url + "/"
-    if "inbox" in m:
-        values["inbox"] = tuple(Path(p) for p in r.texts(m["inbox"], "inbox"))
-    for key in ("public_dir", "state"):
-        if key in m:
-            values[key] = Path(r.text(m[key], key))
-    if "schedule" in m:
-        sched = r.mapping(m["schedule"], ("every", "cron"), "schedule")
-        if len(sched) != 1:
-            raise r.fail(m["schedule"], "schedule takes one of 'every' or 'cron'")
-        if "every" in sched:
-            values["schedule_every"] = _duration(r, sched["every"], "schedule.every", least=1)
-        else:
-            values["schedule_every"] = None
-            cron = r.text(sched["cron"], "schedule.cron")
-            problem = cron_problem(cron)
-            if problem:
-                raise r.fail(sched["cron"], f"schedule.cron {cron!r}: {problem}")
-            values["schedule_cron"] = cron
-    if "settle" in m:
-        values["settle"] = _duration(r, m["settle"], "settle")
-    if "stale_after" in m:
-        values["stale_after"] = _duration(r, m["stale_after"], "stale_after", least=60)
-    if "sources" in m:
-        values["sources"] = tuple(
-            _http_url(r, item, "sources") for item in r.items(m["sources"], "sources")
-        )
-    if "feed" in m:
-        feed = r.mapping(m["feed"], ("max_items",), "feed")
-        if "max_items" in feed:
-            values["max_items"] = r.value(feed["max_items"], (int,), "feed.max_items")
-            if values["max_items"] < 1:
-                raise r.fail(feed["max_items"], "feed.max_items must be at least 1")
-    if "links" in m:
-        links = r.mapping(m["links"], _LINK_KEYS, "links")
-        lv: dict[str, Any] = {}
-        for key in ("check", "arxiv", "huggingface"):
-            if key in links:
-                lv[key] = r.value(links[key], (bool,), f"links.{key}")
-        for key in ("per_host", "lookups_per_run"):
-            if key in links:
-                lv[key] = r.value(links[key], (int,), f"links.{key}")
-                if lv[key] < (1 if key == "per_host" else 0):
-                    raise r.fail(links[key], f"links.{key} is too small")
-        for key in ("arxiv_api", "huggingface_api", "github_api"):
-            if key in links:
-                lv[key] = _http_url(r, links[key], f"links.{key}")
-        if "allow_hosts" in links:
-            lv["allow_hosts"] = r.texts(links["allow_hosts"], "links.allow_hosts")
-        if "arxiv_delay" in links:
-            lv["arxiv_delay"] = _duration(r, links["arxiv_delay"], "links.arxiv_delay")
-        if "timeout" in links:
-            lv["timeout"] = _duration(r, links["timeout"], "links.timeout", least=0.1)
-        if "concurrency" in links:
-            lv["concurrency"] = r.value(links["concurrency"], (int,), "links.concurrency")
-            if lv["concurrency"] < 1:
-                raise r.fail(links["concurrency"], "links.concurrency must be at least 1")
-        values["links"] = LinkSettings(**lv)
-    return replace(s, **values)
+def _code_stamp() -> list[tuple[str, int, int]]:
+    # A changed reader (a new field, a new rule) must not be answered from an old cache.
+    here = Path(__file__).parent
+    stamp = []
+    for name in ("config.py", "configfile.py", "match.py", "text.py", "yamlload.py"):
+        st = (here / name).stat()
+        stamp.append((name, st.st_mtime_ns, st.st_size))
+    return stamp
 
 
-def _http_url(r: _Reader, node: yaml.Node, what: str) -> str:
-    url = r.text(node, what)
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or not parts.hostname:
-        raise r.fail(node, f"{what} must be an absolute http(s) URL, not {url!r}")
-    return url
-
-
-def _duration(r: _Reader, node: yaml.Node, what: str, least: float = 0) -> float:
+def _cache_key(subscriptions: Path, settings: Path | None) -> tuple[Any, ...] | None:
     try:
-        seconds = parse_duration(r.text(node, what))
-    except ValueError as e:
-        raise r.fail(node, f"{what}: {e}") from e
-    if seconds < least:
-        raise r.fail(node, f"{what} must be at least {least:g}s")
-    return seconds
+        files = [p.read_bytes() if p is not None else None for p in (subscriptions, settings)]
+        return (CACHE_FORMAT, __version__, os.getcwd(), _code_stamp(), files)
+    except OSError:
+        return None  # a missing file: let the reader say so, with its usual message
 
 
-_CRON_FIELDS: tuple[tuple[str, int, int], ...] = (
-    ("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12),
-    ("day of week", 0, 7),
-)  # fmt: skip
-_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-_DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
-_CRON_NAMES = {m: n for n, m in enumerate(_MONTHS, 1)} | {d: n for n, d in enumerate(_DAYS)}
-_CRON_ITEM = re.compile(r"^(\*|\w+(?:-\w+)?)(?:/(\d+))?$")
+def _cache_path(subscriptions: Path, settings: Path | None) -> Path:
+    # One file per (folder, files) place, overwritten on change: the cache cannot grow.
+    import zlib
+
+    where = f"{os.getcwd()}\0{subscriptions}\0{settings}".encode()
+    return cache_dir() / f"config-{zlib.crc32(where):08x}.pickle"
 
 
-def cron_problem(expr: str) -> str | None:
-    """Return what is wrong with a five-field crontab expression, or None if it is fine."""
-    parts = expr.split()
-    if len(parts) != 5:
-        return f"needs 5 fields (minute hour day month weekday), not {len(parts)}"
-    for part, (name, low, high) in zip(parts, _CRON_FIELDS, strict=True):
-        for item in part.split(","):
-            m = _CRON_ITEM.match(item.lower())
-            if not m or m.group(2) == "0":
-                return f"cannot read {item!r} in the {name} field"
-            if m.group(1) == "*":
-                continue
-            for value in m.group(1).split("-"):
-                number = _CRON_NAMES.get(value) if not value.isdigit() else int(value)
-                if number is None or not low <= number <= high:
-                    return f"{value!r} is outside {low}-{high} in the {name} field"
-    return None
+def _cache_read(path: Path, key: tuple[Any, ...]) -> Config | None:
+    try:
+        with path.open("rb") as f:
+            stored_key, config = pickle.load(f)
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001 -- a damaged or foreign cache file is just a miss
+        return None
+    return config if stored_key == key and isinstance(config, Config) else None
 
 
-def load(subscriptions: Path, settings: Path | None) -> Config:
-    """Return the whole validated configuration."""
-    s = load_settings(settings)
-    return Config(
-        settings=s, topics=load_subscriptions(subscriptions), subscriptions_path=subscriptions
-    )
+def _cache_write(path: Path, key: tuple[Any, ...], config: Config) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps((key, config), protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # no cache (a read-only home, say): every run reads the files, as before

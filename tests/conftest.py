@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,6 +20,10 @@ from feeds.config import Config, load
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
+
+# The config cache goes to a scratch folder, never the user's ~/.cache (child processes
+# of the CLI tests inherit it).
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="paperfeeds-test-cache-")
 
 _real_getaddrinfo = socket.getaddrinfo
 

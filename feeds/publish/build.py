@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from feeds.config import Config, Topic
+from feeds.config import Config
 from feeds.model import Hit, Item, Paper
 from feeds.publish.view import (
     FeedView,
@@ -56,11 +56,6 @@ def _site_key(config: Config) -> str:
     return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
 
 
-def _looks(topic: Topic) -> str:
-    data = [topic.title, topic.description, topic.max_items]
-    return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
-
-
 def publish(
     config: Config,
     store: Store,
@@ -75,15 +70,16 @@ def publish(
     with store.transaction():
         looks = store.topic_looks()
         for topic in config.topics:
-            if topic.id in looks and looks[topic.id] != _looks(topic):
-                store.set_topic_looks(topic.id, _looks(topic))  # a new title: render again
+            if topic.id in looks and looks[topic.id] != topic.looks:
+                store.set_topic_looks(topic.id, topic.looks)  # a new title: render again
     # A publish that died (SIGKILL, power cut) may have left temp files anywhere: the next
     # one sweeps them all. Otherwise only the small folders are looked at.
     died = store.meta("publishing") == "1"
     full = force or store.meta("site") != _site_key(config) or not (public / "index.html").exists()
     dirty = store.dirty()
     if not full and not any(dirty.values()):
-        return WriteStats(0, 0, sweep(public, lambda _rel: True, papers=died))
+        # Temp files exist only if a publish died: otherwise there is nothing to look at.
+        return WriteStats(0, 0, sweep(public, lambda _rel: True, papers=True) if died else 0)
     with store.transaction():
         store.set_meta("publishing", "1")
 

@@ -1,0 +1,94 @@
+"""The validated configuration is cached under the exact bytes of its files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from feeds import config as config_module
+from feeds import configfile
+from feeds.config import cache_dir, load
+from feeds.errors import ConfigError
+
+TOPICS = """\
+topics:
+  - id: decoding
+    title: Speculative decoding
+    any: [speculative decoding]
+"""
+
+
+def _refuse(*_args: object) -> None:
+    raise AssertionError("the files were read again")
+
+
+@pytest.fixture
+def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "subscriptions.yaml").write_text(TOPICS)
+    (tmp_path / "settings.yaml").write_text("site:\n  title: Lab papers\n")
+    return tmp_path
+
+
+def test_an_unchanged_config_is_answered_from_the_cache(
+    files: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = load(files / "subscriptions.yaml", files / "settings.yaml")
+    assert len(list(cache_dir().glob("config-*.pickle"))) == 1
+    monkeypatch.setattr(configfile, "read_subscriptions", _refuse)
+    monkeypatch.setattr(configfile, "read_settings", _refuse)
+    again = load(files / "subscriptions.yaml", files / "settings.yaml")
+    assert again == first
+    assert again.settings.site_title == "Lab papers"
+
+
+def test_any_edit_reads_the_files_again(files: Path) -> None:
+    load(files / "subscriptions.yaml", files / "settings.yaml")
+    (files / "subscriptions.yaml").write_text(TOPICS.replace("Speculative", "Fast"))
+    (files / "settings.yaml").write_text("site:\n  title: Other\n")
+    config = load(files / "subscriptions.yaml", files / "settings.yaml")
+    assert config.topics[0].title == "Fast decoding"
+    assert config.settings.site_title == "Other"
+    # Still one cache file for this place: edits overwrite it.
+    assert len(list(cache_dir().glob("config-*.pickle"))) == 1
+
+
+def test_an_error_is_reported_every_time_and_never_cached(files: Path) -> None:
+    load(files / "subscriptions.yaml", None)
+    (files / "subscriptions.yaml").write_text("topics:\n  - id: Bad Id\n    title: x\n")
+    for _ in range(2):
+        with pytest.raises(ConfigError, match=r"subscriptions.yaml:2: topic id .Bad Id."):
+            load(files / "subscriptions.yaml", None)
+
+
+def test_a_damaged_cache_file_is_a_miss(files: Path) -> None:
+    load(files / "subscriptions.yaml", None)
+    (cached,) = cache_dir().glob("config-*.pickle")
+    cached.write_bytes(b"\x80\x05garbage")
+    assert load(files / "subscriptions.yaml", None).topics[0].id == "decoding"
+
+
+def test_changed_reading_code_is_a_miss(files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    load(files / "subscriptions.yaml", None)
+    monkeypatch.setattr(config_module, "CACHE_FORMAT", config_module.CACHE_FORMAT + 1)
+    calls: list[Path] = []
+    real = configfile.read_subscriptions
+    monkeypatch.setattr(configfile, "read_subscriptions", lambda p: calls.append(p) or real(p))
+    load(files / "subscriptions.yaml", None)
+    assert calls == [files / "subscriptions.yaml"]
+
+
+def test_an_unwritable_cache_folder_only_costs_time(
+    files: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (files / "blocked").write_text("a file where the cache folder would go")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(files / "blocked"))
+    assert load(files / "subscriptions.yaml", None).topics[0].id == "decoding"
+    assert load(files / "subscriptions.yaml", None).topics[0].id == "decoding"
+
+
+def test_a_missing_file_is_still_a_clear_error(files: Path) -> None:
+    with pytest.raises(ConfigError, match="file not found"):
+        load(files / "nope.yaml", None)
