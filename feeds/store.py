@@ -118,6 +118,7 @@ class Store:
 
     def __init__(self, path: Path, now: datetime) -> None:
         self.path = path
+        self._files: dict[str, tuple[int, int]] | None = None  # see known_file
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
@@ -289,7 +290,9 @@ class Store:
         self.db.execute("UPDATE papers SET unmatched = 0 WHERE unmatched")
 
     def paper_count(self) -> int:
-        return int(self.db.execute("SELECT count(*) FROM papers").fetchone()[0])
+        # Papers are never removed and seq is AUTOINCREMENT (a rolled-back insert gives its
+        # number back), so the last seq is the count: one index lookup, not a table scan.
+        return int(self.db.execute("SELECT coalesce(max(seq), 0) FROM papers").fetchone()[0])
 
     def add_links(self, paper_id: str, links: Sequence[Link]) -> int:
         """Add links not yet known for a paper (never removing any); return how many."""
@@ -642,11 +645,10 @@ class Store:
 
     def known_file(self, path: str, size: int, mtime_ns: int) -> bool:
         """Return True when this file was read before and has not changed since."""
-        row = self.db.execute(
-            "SELECT 1 FROM files WHERE path = ? AND size = ? AND mtime_ns = ?",
-            (path, size, mtime_ns),
-        ).fetchone()
-        return row is not None
+        if self._files is None:  # one query for a whole inbox, not one per file
+            rows = self.db.execute("SELECT path, size, mtime_ns FROM files")
+            self._files = {str(p): (int(n), int(t)) for p, n, t in rows}
+        return self._files.get(path) == (size, mtime_ns)
 
     def put_file(self, path: str, size: int, mtime_ns: int, digest_hash: str) -> None:
         self.db.execute(

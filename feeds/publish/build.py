@@ -15,21 +15,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from feeds.config import Config
 from feeds.model import Hit, Item, Paper
-from feeds.publish.view import (
-    FeedView,
-    PaperView,
-    Site,
-    archive_path,
-    feed_path,
-    pages,
-    paper_path,
-    topic_path,
-)
 from feeds.publish.write import WriteStats, sweep, write_file, write_stream
 from feeds.store import Store
+
+if TYPE_CHECKING:
+    from feeds.publish.view import FeedView, PaperView, Site
 
 ALL = "all"
 
@@ -66,7 +60,6 @@ def publish(
     """Render and write what changed; return how many files were written and removed."""
     s = config.settings
     public = Path(s.public_dir)
-    site = Site(title=s.site_title, base_url=s.base_url)
     with store.transaction():
         looks = store.topic_looks()
         for topic in config.topics:
@@ -83,7 +76,12 @@ def publish(
     with store.transaction():
         store.set_meta("publishing", "1")
 
-    from feeds.publish import render  # jinja2 and feedgen: only when something is written
+    # Only when something is written: jinja2 and feedgen above all, but every module
+    # counts when a run with nothing to do should take a blink.
+    from feeds.publish import render
+    from feeds.publish.view import FeedView, Site, feed_path, paper_path, topic_path
+
+    site = Site(title=s.site_title, base_url=s.base_url)
 
     count = _Counter(progress=progress)
     created = store.created()
@@ -174,6 +172,7 @@ def _reading_list(
     (all when `every`; else new ones, the last one, and those holding a changed paper).
     Return how many archive pages were removed (the list got shorter)."""
     from feeds.publish import render
+    from feeds.publish.view import archive_path, pages, topic_path
 
     front, archives = pages(view.count, size)
 
@@ -217,6 +216,8 @@ def _reading_list(
 def _paper_views(
     store: Store, paper_ids: list[str] | None, titles: dict[str, str]
 ) -> Iterator[PaperView]:
+    from feeds.publish.view import PaperView
+
     ids = (p.paper_id for p in store.papers()) if paper_ids is None else iter(paper_ids)
     for pid in ids:
         paper = store.paper(pid)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import filecmp
 import os
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +40,9 @@ def _replace(path: Path, pieces: Iterable[bytes], *, compare: bool) -> bool:
 
     With `compare`, an equal existing file is kept as it is (same bytes, same mtime).
     """
+    import filecmp  # here, not at the top: a run that writes nothing need not load them
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     # The temp name starts with "." so that readers and `feeds serve` never list it.
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
