@@ -17,6 +17,9 @@ from typing import Any
 from feeds.errors import StateError
 from feeds.model import Diagnostic, Hit, Institution, Link, Paper, SourceState, merge
 
+# A reading-list row: (paper_id, title, title_zh, venue, entered timestamp, hits as JSON).
+ListRow = tuple[str, str, str | None, str | None, str, str]
+
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -541,6 +544,20 @@ class Store:
             for r in rows
         ]
         return out[::-1]
+
+    def topic_rows(self, topic_id: str, limit: int, offset: int | None = None) -> list[ListRow]:
+        """Return the reading-list rows of a topic, newest first: the newest `limit`, or
+        (with `offset`) the `limit` at oldest-first positions offset... Only what a row
+        shows is read: a full build lists every membership, millions of rows."""
+        sql = (
+            "SELECT p.paper_id, p.title, p.title_zh, p.venue, m.entered, m.matched"
+            " FROM members m JOIN papers p ON p.paper_id = m.paper_id WHERE m.topic_id = ?"
+        )
+        if offset is None:
+            sql += " ORDER BY m.entered DESC, m.seq LIMIT ?"
+            return self.db.execute(sql, (topic_id, limit)).fetchall()
+        sql += " ORDER BY m.entered, m.seq DESC LIMIT ? OFFSET ?"
+        return self.db.execute(sql, (topic_id, limit, offset)).fetchall()[::-1]
 
     def topic_items(
         self, topic_id: str, limit: int | None = None

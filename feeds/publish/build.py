@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from feeds.config import Config
 from feeds.model import Hit, Item, Paper
 from feeds.publish.write import WriteStats, sweep, write_file, write_stream
-from feeds.store import Store
+from feeds.store import ListRow, Store
 
 if TYPE_CHECKING:
     from feeds.publish.view import FeedView, PaperView, Site
@@ -176,14 +176,11 @@ def _reading_list(
 
     front, archives = pages(view.count, size)
 
-    def items(rows: Iterable[tuple[Paper, datetime, tuple[Hit, ...]]]) -> Iterator[Item]:
-        page = list(rows)  # at most `size` papers
-        links = store.links_of(p.paper_id for p, _e, _h in page)
-        for paper, entered, hits in page:
-            yield Item(paper, entered, links[paper.paper_id], hits)
+    def page_of(rows: list[ListRow], k: int = 0) -> Iterator[bytes]:
+        links = store.links_of(row[0] for row in rows)  # at most `size` papers
+        return render.render_topic(site, view, rows, links, archives=archives, page=k)
 
-    front_rows = items(store.topic_items(view.id, front))
-    page = render.render_topic(site, view, front_rows, archives=archives)
+    page = page_of(store.topic_rows(view.id, front))
     count.add(write_stream(public / topic_path(view.id), page))
     stale = set(range(1, archives + 1)) if every else {archives} if archives else set()
     if not every and archives:
@@ -200,8 +197,7 @@ def _reading_list(
                 if pid in dirty_papers:
                     stale.add(rank // size + 1)
     for k in sorted(stale):
-        rows = items(store.topic_slice(view.id, (k - 1) * size, size))
-        page = render.render_topic(site, view, rows, archives=archives, page=k)
+        page = page_of(store.topic_rows(view.id, size, offset=(k - 1) * size), k)
         count.add(write_stream(public / archive_path(view.id, k), page))
     removed = 0
     folder = public / "topics" / view.id
