@@ -603,6 +603,40 @@ class Store:
                 found[pid].append(Link(*link))
         return {pid: tuple(links) for pid, links in found.items()}
 
+    def paper_pages(
+        self, paper_ids: Sequence[str] | None = None, chunk: int = 500
+    ) -> Iterator[tuple[Paper, datetime, tuple[Link, ...], list[tuple[str, tuple[Hit, ...]]]]]:
+        """Yield what a paper's page shows: the paper, when first seen, its links and its
+        topics with hits; for every paper (arrival order) or the given ones. Read a chunk
+        at a time: three queries per chunk instead of four per paper."""
+        cols = self._PAPER_COLS + ", first_seen"
+        if paper_ids is None:
+            cursor = self.db.execute(f"SELECT {cols} FROM papers ORDER BY seq")
+            batches: Iterator[list[Any]] = iter(lambda: cursor.fetchmany(chunk), [])
+        else:
+            batches = (
+                self.db.execute(
+                    f"SELECT {cols} FROM papers WHERE paper_id IN ({','.join('?' * len(ids))})"
+                    " ORDER BY paper_id",
+                    ids,
+                ).fetchall()
+                for ids in (paper_ids[i : i + chunk] for i in range(0, len(paper_ids), chunk))
+            )
+        for rows in batches:
+            ids = [row[0] for row in rows]
+            links = self.links_of(ids)
+            topics: dict[str, list[tuple[str, tuple[Hit, ...]]]] = {pid: [] for pid in ids}
+            members = self.db.execute(
+                "SELECT paper_id, topic_id, matched FROM members"
+                f" WHERE paper_id IN ({','.join('?' * len(ids))}) ORDER BY paper_id, topic_id",
+                ids,
+            )
+            for pid, topic_id, matched in members:
+                topics[pid].append((topic_id, tuple(Hit(t, f) for t, f in json.loads(matched))))
+            for row in rows:
+                pid = row[0]
+                yield _paper_from(row[:-1]), parse_ts(row[-1]), links[pid], topics[pid]
+
     def topics_of(self, paper_id: str) -> list[tuple[str, tuple[Hit, ...]]]:
         rows = self.db.execute(
             "SELECT topic_id, matched FROM members WHERE paper_id = ? ORDER BY topic_id",

@@ -214,10 +214,6 @@ def _paper_views(
 ) -> Iterator[PaperView]:
     from feeds.publish.view import PaperView
 
-    ids = (p.paper_id for p in store.papers()) if paper_ids is None else iter(paper_ids)
-    for pid in ids:
-        paper = store.paper(pid)
-        if paper is None:
-            continue
-        topics = tuple((t, titles[t], h) for t, h in store.topics_of(pid) if t in titles)
-        yield PaperView(paper, store.paper_first_seen(pid), store.links_of([pid])[pid], topics)
+    for paper, first_seen, links, topics in store.paper_pages(paper_ids):
+        shown = tuple((t, titles[t], h) for t, h in topics if t in titles)
+        yield PaperView(paper, first_seen, links, shown)
