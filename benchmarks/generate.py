@@ -32,11 +32,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SEEDS_DIR = Path(__file__).resolve().parent.parent / "seeds"
-VENUES = (("ICML", 0.8), ("NeurIPS", 0.1), ("ICLR", 0.1))
+# A year of digests across venues, roughly in proportion to their paper counts (the seeds
+# are ICML digests; other venues are the same papers renamed).
+VENUES = (
+    ("NeurIPS", 0.25), ("ICML", 0.2), ("ICLR", 0.2), ("CVPR", 0.15), ("ACL", 0.1),
+    ("AAAI", 0.1),
+)  # fmt: skip
 _VENUE_NAMES = {
     "ICML": "International Conference on Machine Learning",
     "NeurIPS": "Conference on Neural Information Processing Systems",
     "ICLR": "International Conference on Learning Representations",
+    "CVPR": "Conference on Computer Vision and Pattern Recognition",
+    "ACL": "Annual Meeting of the Association for Computational Linguistics",
+    "AAAI": "AAAI Conference on Artificial Intelligence",
 }
 
 _CONSONANTS = "bdfghklmnprstvz"
@@ -580,7 +588,8 @@ def generate_topics(
         tid = f"t{i:04d}"
         lines.append(f"  - id: {tid}")
         if i in venue_only:
-            lines += [f"    title: {_q(f'All ICML papers ({tid})')}", '    venues: ["ICML"]']
+            venue = _venue(rng)
+            lines += [f"    title: {_q(f'All {venue} papers ({tid})')}", f'    venues: ["{venue}"]']
             continue
         terms = _terms(rng, rng.randint(5, 20), c, pools, common)
         if i in with_regex:
