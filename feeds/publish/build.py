@@ -169,7 +169,8 @@ def _reading_list(
     count: _Counter,
 ) -> int:
     """Write a topic's reading list: the front page, and the archive pages that changed
-    (all when `every`; else new ones, the last one, and those holding a changed paper).
+    (all when `every`; else new ones, the one before them, and those holding a changed
+    paper).
     Return how many archive pages were removed (the list got shorter)."""
     from feeds.publish import render
     from feeds.publish.view import archive_path, pages, topic_path
@@ -182,11 +183,13 @@ def _reading_list(
 
     page = page_of(store.topic_rows(view.id, front))
     count.add(write_stream(public / topic_path(view.id), page))
-    stale = set(range(1, archives + 1)) if every else {archives} if archives else set()
+    stale = set(range(1, archives + 1)) if every else set()
     if not every and archives:
-        stale |= {
+        missing = {
             k for k in range(1, archives + 1) if not (public / archive_path(view.id, k)).exists()
         }
+        # The part before a new one had the front page as its "newer" neighbour.
+        stale |= missing | ({min(missing) - 1} - {0} if missing else set())
         if 0 < len(dirty_papers) <= 5000:
             archived = archives * size
             stale |= {r // size + 1 for r in store.archived_ranks(view.id, archived, dirty_papers)}
