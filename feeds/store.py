@@ -20,7 +20,7 @@ from feeds.model import Diagnostic, Hit, Institution, Link, Paper, SourceState, 
 # A reading-list row: (paper_id, title, title_zh, venue, entered timestamp, hits as JSON).
 ListRow = tuple[str, str, str | None, str | None, str, str]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -73,6 +73,10 @@ CREATE TABLE topics (
     topic_id TEXT PRIMARY KEY,
     fingerprint TEXT NOT NULL,      -- of what decides membership: a change re-matches
     looks TEXT NOT NULL DEFAULT ''  -- of title, description, feed length: a change re-renders
+);
+CREATE TABLE topic_sizes (          -- members per topic, kept as they change: counting
+    topic_id TEXT PRIMARY KEY,      -- a big topic's members on every run grows with history
+    n INTEGER NOT NULL
 );
 CREATE TABLE members (
     topic_id TEXT NOT NULL, paper_id TEXT NOT NULL,
@@ -169,7 +173,16 @@ class Store:
                     f"this one knows {SCHEMA_VERSION}); upgrade paperfeeds",
                     file=str(self.path),
                 )
-            # Future migrations go here: `if version < 2: ...`, each bumping schema_version.
+            # Migrations, each bumping schema_version.
+            if version < 2:
+                self.db.execute(
+                    "CREATE TABLE topic_sizes (topic_id TEXT PRIMARY KEY, n INTEGER NOT NULL)"
+                )
+                self.db.execute(
+                    "INSERT INTO topic_sizes SELECT topic_id, count(*) FROM members"
+                    " GROUP BY topic_id"
+                )
+                self.set_meta("schema_version", "2")
 
     def meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -423,6 +436,7 @@ class Store:
         self.touch("dropped", topic_id)
         self.db.execute("DELETE FROM topics WHERE topic_id = ?", (topic_id,))
         self.db.execute("DELETE FROM members WHERE topic_id = ?", (topic_id,))
+        self.db.execute("DELETE FROM topic_sizes WHERE topic_id = ?", (topic_id,))
 
     def set_member(self, topic_id: str, paper_id: str, hits: Sequence[Hit], now: datetime) -> bool:
         """Record that a paper is in a topic, keeping its entry date; True if it is new."""
@@ -431,10 +445,11 @@ class Store:
             "SELECT matched FROM members WHERE topic_id = ? AND paper_id = ?", (topic_id, paper_id)
         ).fetchone()
         if row is None:
-            self.db.execute(
+            cursor = self.db.execute(
                 "INSERT INTO members SELECT ?, ?, ?, seq, ? FROM papers WHERE paper_id = ?",
                 (topic_id, paper_id, _ts(now), matched, paper_id),
             )
+            self._resize(topic_id, cursor.rowcount)
             self.touch("paper", paper_id)
             self.touch("topic", topic_id)
             return True
@@ -465,29 +480,35 @@ class Store:
     def add_members(self, rows: Sequence[tuple[str, str, Sequence[Hit]]], now: datetime) -> None:
         """Insert memberships known to be new (papers that had none), in bulk."""
         when = _ts(now)
-        self.db.executemany(
-            "INSERT OR IGNORE INTO members SELECT ?, ?, ?, seq, ? FROM papers WHERE paper_id = ?",
-            (
-                (
-                    tid,
-                    pid,
-                    when,
-                    json.dumps([[h.term, h.field] for h in hits], ensure_ascii=False),
-                    pid,
-                )
-                for tid, pid, hits in rows
-            ),
-        )
+        by_topic: dict[str, list[tuple[str, str, str, str, str]]] = {}
+        for tid, pid, hits in rows:
+            matched = json.dumps([[h.term, h.field] for h in hits], ensure_ascii=False)
+            by_topic.setdefault(tid, []).append((tid, pid, when, matched, pid))
+        for tid, group in by_topic.items():  # by topic, to count what was really inserted
+            cursor = self.db.executemany(
+                "INSERT OR IGNORE INTO members SELECT ?, ?, ?, seq, ? FROM papers"
+                " WHERE paper_id = ?",
+                group,
+            )
+            self._resize(tid, cursor.rowcount)
         self.db.executemany(
             "INSERT OR IGNORE INTO dirty VALUES (?, ?)",
             [("topic", t) for t in {tid for tid, _pid, _h in rows}]
             + [("paper", p) for p in {pid for _tid, pid, _h in rows}],
         )
 
-    def remove_member(self, topic_id: str, paper_id: str) -> None:
+    def _resize(self, topic_id: str, delta: int) -> None:
         self.db.execute(
+            "INSERT INTO topic_sizes VALUES (?, ?)"
+            " ON CONFLICT (topic_id) DO UPDATE SET n = n + excluded.n",
+            (topic_id, delta),
+        )
+
+    def remove_member(self, topic_id: str, paper_id: str) -> None:
+        cursor = self.db.execute(
             "DELETE FROM members WHERE topic_id = ? AND paper_id = ?", (topic_id, paper_id)
         )
+        self._resize(topic_id, -cursor.rowcount)
         self.touch("paper", paper_id)
         self.touch("topic", topic_id)
         self.touch("archive", topic_id)  # later papers move down: every archive page shifts
@@ -707,7 +728,7 @@ class Store:
         )
 
     def member_counts(self) -> dict[str, int]:
-        rows = self.db.execute("SELECT topic_id, count(*) FROM members GROUP BY topic_id")
+        rows = self.db.execute("SELECT topic_id, n FROM topic_sizes WHERE n > 0")
         return {str(t): int(n) for t, n in rows}
 
     # -- remote sources -----------------------------------------------------------------

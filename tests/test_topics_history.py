@@ -149,3 +149,42 @@ def test_feeds_check_reports_matches_and_warnings(project: Path) -> None:
     text = check().stdout
     assert "nothing: 0 papers" in text
     assert "warning: matches none of the stored papers" in text
+
+
+def _sizes_are_exact(project: Path) -> None:
+    import sqlite3
+
+    from feeds.store import Store
+
+    store = Store(project / "state.sqlite3", T0)
+    counted = dict(
+        store.db.execute("SELECT topic_id, count(*) FROM members GROUP BY topic_id").fetchall()
+    )
+    assert store.member_counts() == counted
+    store.close()
+    assert sqlite3.connect(project / "state.sqlite3").execute(
+        "SELECT value FROM meta WHERE key = 'schema_version'"
+    ).fetchone() == ("2",)
+
+
+def test_topic_sizes_follow_every_change(project: Path) -> None:
+    run(_config(project, BEFORE), now=lambda: T0)
+    _sizes_are_exact(project)
+    # Edited (narrowed) and removed topics, a new one backfilled.
+    narrowed = AFTER.replace("[hallucination*]", "[hallucination]")
+    run(_config(project, narrowed), now=lambda: T0 + timedelta(days=1))
+    _sizes_are_exact(project)
+    run(_config(project, BEFORE), now=lambda: T0 + timedelta(days=2))
+    _sizes_are_exact(project)
+
+
+def test_a_state_from_before_topic_sizes_is_migrated(project: Path) -> None:
+    import sqlite3
+
+    run(_config(project, BEFORE), now=lambda: T0)
+    db = sqlite3.connect(project / "state.sqlite3", isolation_level=None)
+    db.execute("DROP TABLE topic_sizes")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.close()
+    run(_config(project, BEFORE), now=lambda: T0 + timedelta(days=1))
+    _sizes_are_exact(project)
