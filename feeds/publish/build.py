@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from feeds import __version__
 from feeds.config import Config
 from feeds.model import Hit, Item, Paper
 from feeds.publish.write import WriteStats, sweep, write_file, write_stream
@@ -44,9 +45,15 @@ class _Counter:
             self.progress(f"publishing: {self.written:,} files written")
 
 
+# Bumped whenever what the renderers write changes: the next publish writes everything
+# again (and reuses no feed entry written the old way).
+RENDER_FORMAT = 2
+
+
 def _site_key(config: Config) -> str:
     s = config.settings
     data = [s.site_title, s.base_url, s.max_items, str(Path(s.public_dir).resolve())]
+    data += [RENDER_FORMAT, __version__]
     return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
 
 
@@ -114,13 +121,20 @@ def publish(
     for view in [all_feed, *views]:
         if not full and view.id not in dirty["topic"]:
             continue
-        for fmt in ("rss", "atom"):
-            count.add(
-                write_file(public / feed_path(view.id, fmt), render.render_feed(site, view, fmt))
-            )
-        count.add(
-            write_file(public / feed_path(view.id, "json"), render.render_json_feed(site, view))
-        )
+        # Entries of items whose papers did not change are taken from the files written
+        # last time (see render.entry_blocks): a new paper in a big topic builds one entry,
+        # not the feed's hundred.
+        changed = set() if full else {
+            render.item_id(i) for i in view.items if i.paper.paper_id in dirty["paper"]
+        }  # fmt: skip
+        for fmt in ("rss", "atom", "json"):
+            path = public / feed_path(view.id, fmt)
+            reuse = {} if full else _reusable(path, fmt, changed)
+            if fmt == "json":
+                data = render.render_json_feed(site, view, reuse)
+            else:
+                data = render.render_feed(site, view, fmt, reuse)
+            count.add(write_file(path, data))
         if view.id != ALL:
             every = full or view.id in dirty["archive"]
             removed_pages += _reading_list(
@@ -156,6 +170,17 @@ def publish(
         store.set_meta("site", _site_key(config))
         store.set_meta("publishing", "0")
     return WriteStats(count.written, count.unchanged, removed)
+
+
+def _reusable(path: Path, fmt: str, changed: set[str]) -> dict[str, bytes]:
+    """Return the entry blocks of a feed file, but those of the `changed` item ids."""
+    from feeds.publish.render import entry_blocks
+
+    try:
+        document = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    return {k: v for k, v in entry_blocks(fmt, document).items() if k not in changed}
 
 
 def _reading_list(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import uuid
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -82,8 +83,63 @@ def _body_html(paper: Paper, links: tuple[Link, ...]) -> str:
     return clean_xml(_env().get_template("item.html").render(paper=paper, links=links)).strip()
 
 
-def render_feed(site: Site, feed: FeedView, fmt: str) -> bytes:
-    """Return an RSS 2.0 (`rss`) or Atom 1.0 (`atom`) document for a feed."""
+# Entries as feedgen pretty-prints them. An entry's bytes depend on the entry alone (text
+# is escaped, so these lines cannot occur inside one), so the block of an unchanged item in
+# the feed written last time is byte for byte what rendering it again would give.
+_BLOCKS = {
+    "rss": re.compile(rb"^    <item>\n.*?^    </item>\n", re.MULTILINE | re.DOTALL),
+    "atom": re.compile(rb"^  <entry>\n.*?^  </entry>\n", re.MULTILINE | re.DOTALL),
+}
+_BLOCK_IDS = {
+    "rss": re.compile(rb'^      <guid isPermaLink="false">([^<]+)</guid>$', re.MULTILINE),
+    "atom": re.compile(rb"^    <id>([^<]+)</id>$", re.MULTILINE),
+}
+_JSON_LINE = re.compile(rb'^    (\{"id": "([^"\\]+)".*\}),?$', re.MULTILINE)
+_EMPTY_TAIL = {"rss": b"  </channel>\n</rss>\n", "atom": b"</feed>\n"}
+
+
+def entry_blocks(fmt: str, document: bytes) -> dict[str, bytes]:
+    """Return the entries of a feed document this module wrote, by item id: what a new
+    render of that feed may reuse for items that did not change (see render_feed)."""
+    if fmt == "json":
+        return {m.group(2).decode(): m.group(1) for m in _JSON_LINE.finditer(document)}
+    found = {}
+    for m in _BLOCKS[fmt].finditer(document):
+        block = m.group(0)
+        key = _BLOCK_IDS[fmt].search(block)
+        if key:
+            found[key.group(1).decode()] = block
+    return found
+
+
+def render_feed(
+    site: Site, feed: FeedView, fmt: str, reuse: dict[str, bytes] | None = None
+) -> bytes:
+    """Return an RSS 2.0 (`rss`) or Atom 1.0 (`atom`) document for a feed.
+
+    `reuse`: entry blocks (from entry_blocks) of items known to be unchanged since they
+    were written; only the other items are built, and the document is the same bytes.
+    """
+    reuse = reuse or {}
+    fresh = [item for item in feed.items if item_id(item) not in reuse]
+    data = _feedgen(site, feed, fmt, fresh)
+    if len(fresh) == len(feed.items):
+        return data
+    # Splice: feedgen's head and tail around the entries, in the feed's order.
+    made = list(_BLOCKS[fmt].finditer(data))
+    if made:
+        head, tail = data[: made[0].start()], data[made[-1].end() :]
+    else:
+        tail = _EMPTY_TAIL[fmt]
+        if not data.endswith(tail):  # not the layout assumed above: no splicing
+            return _feedgen(site, feed, fmt, list(feed.items))
+        head = data[: -len(tail)]
+    new = iter(m.group(0) for m in made)
+    body = [reuse.get(item_id(item)) or next(new) for item in feed.items]
+    return head + b"".join(body) + tail
+
+
+def _feedgen(site: Site, feed: FeedView, fmt: str, items: list[Item]) -> bytes:
     from feedgen.feed import FeedGenerator  # costly import: only when a feed is rendered
 
     # Config and state text is cleaned at load time; cleaning again here keeps the writer
@@ -103,7 +159,7 @@ def render_feed(site: Site, feed: FeedView, fmt: str) -> bytes:
     fg.link(href=site.url(topic_path(feed.id)), rel="alternate")
     fg.updated(feed.updated)  # feedgen would stamp now() otherwise
     fg.lastBuildDate(feed.updated)
-    for item in feed.items:
+    for item in items:
         fg.add_entry(_entry(site, item), order="append")  # the default prepends
     data: bytes = fg.rss_str(pretty=True) if fmt == "rss" else fg.atom_str(pretty=True)
     return data
@@ -141,7 +197,7 @@ def _rfc3339(dt: datetime) -> str:
     return dt.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def render_json_feed(site: Site, feed: FeedView) -> bytes:
+def render_json_feed(site: Site, feed: FeedView, reuse: dict[str, bytes] | None = None) -> bytes:
     """Return a JSON Feed 1.1 document, with the `_paperfeeds` extension on each item.
 
     Indented, except that each item is one line: items go through json's C encoder (the
@@ -159,7 +215,11 @@ def render_json_feed(site: Site, feed: FeedView) -> bytes:
     }
     text = json.dumps(doc, ensure_ascii=False, indent=2)
     if feed.items:
-        lines = ",\n    ".join(_json_item(site, item) for item in feed.items)
+        old = reuse or {}
+        lines = ",\n    ".join(
+            old[key].decode() if (key := item_id(item)) in old else _json_item(site, item)
+            for item in feed.items
+        )
         text = text.replace('"items": []', f'"items": [\n    {lines}\n  ]')
     return (text + "\n").encode("utf-8")
 

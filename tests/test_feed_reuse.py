@@ -1,0 +1,117 @@
+"""Feed entries of unchanged items are reused from the files written last time, and the
+documents are byte for byte what rendering everything again gives."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import feedparser
+import pytest
+
+from feeds.digest import parse
+from feeds.model import Hit, Item, Link
+from feeds.pipeline import run
+from feeds.publish import render
+from feeds.publish.view import FeedView, Site
+from tests.conftest import project_config
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = Site(title="Lab <papers> & co", base_url="https://example.org/p/")
+T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
+FORMATS = ("rss", "atom", "json")
+
+
+def _items() -> list[Item]:
+    papers = [p for f in sorted((ROOT / "seeds").glob("*.txt")) for _n, p in
+              parse(f.read_bytes(), f.name).papers]  # fmt: skip
+    rng = random.Random(7)
+    items = []
+    for n, paper in enumerate(papers):
+        links = (Link(f"https://github.com/x/{n}", "code", status="ok"),) if n % 3 else ()
+        hits = (Hit("diffusion", "title"),) if n % 2 else ()
+        items.append(Item(paper, T0 + timedelta(hours=rng.randrange(100)), links, hits))
+    return items
+
+
+def _view(items: list[Item]) -> FeedView:
+    updated = items[0].entered if items else T0
+    return FeedView("t", "Topic & <title>", "About it", updated, tuple(items), 100)
+
+
+def _render(fmt: str, view: FeedView, reuse: dict[str, bytes] | None = None) -> bytes:
+    if fmt == "json":
+        return render.render_json_feed(SITE, view, reuse)
+    return render.render_feed(SITE, view, fmt, reuse)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_spliced_feeds_equal_full_renders(fmt: str) -> None:
+    items = _items()
+    rng = random.Random(fmt)
+    for _ in range(25):
+        before = rng.sample(items, rng.randrange(0, 30))
+        written = _render(fmt, _view(before))
+        blocks = render.entry_blocks(fmt, written)
+        assert len(blocks) == len(before)  # every entry found again, none invented
+        # The next feed: some new items in front, some old ones dropped off the end.
+        after = rng.sample(items, rng.randrange(0, 5)) + before[: rng.randrange(0, 30)]
+        after = list(dict.fromkeys(after))
+        assert _render(fmt, _view(after), blocks) == _render(fmt, _view(after))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_feed_made_only_of_reused_entries_equals_a_full_render(fmt: str) -> None:
+    items = _items()[:12]
+    blocks = render.entry_blocks(fmt, _render(fmt, _view(items)))
+    assert _render(fmt, _view(items[2:]), blocks) == _render(fmt, _view(items[2:]))
+    assert _render(fmt, _view([]), blocks) == _render(fmt, _view([]))
+
+
+def test_only_the_new_items_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    items = _items()
+    blocks = render.entry_blocks("rss", _render("rss", _view(items[2:40])))
+    built: list[int] = []
+    real = render._feedgen
+    monkeypatch.setattr(
+        render,
+        "_feedgen",
+        lambda site, feed, fmt, some: built.append(len(some)) or real(site, feed, fmt, some),
+    )
+    render.render_feed(SITE, _view(items[:40]), "rss", blocks)
+    assert built == [2]
+
+
+def test_blocks_of_foreign_or_damaged_files_are_not_used() -> None:
+    assert render.entry_blocks("rss", b"<rss><channel><item>x</item></channel></rss>") == {}
+    assert render.entry_blocks("json", b'{"items": [{"id": "a"}]}') == {}
+    written = _render("atom", _view(_items()[:3]))
+    cut = written[: len(written) // 2]  # a file cut short: only whole entries count
+    assert len(render.entry_blocks("atom", cut)) < 3
+
+
+def test_incremental_runs_publish_what_a_fresh_publish_writes(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "seeds", tmp_path / "seeds")
+    subscriptions = ROOT / "config" / "subscriptions.yaml"
+    config = project_config(tmp_path, subscriptions)
+    seeds = sorted((tmp_path / "seeds").glob("*.txt"))
+    held = tmp_path / "held"
+    held.mkdir()
+    for f in seeds[1:]:  # digests arrive one run at a time
+        f.rename(held / f.name)
+    run(config, now=lambda: T0)
+    for n, f in enumerate(sorted(held.iterdir()), start=1):
+        f.rename(tmp_path / "seeds" / f.name)
+        run(config, now=lambda n=n: T0 + timedelta(days=n))
+    feeds = tmp_path / "public" / "feeds"
+    incremental = {p.name: p.read_bytes() for p in feeds.iterdir()}
+
+    shutil.rmtree(tmp_path / "public")
+    run(config, now=lambda: T0 + timedelta(days=9))
+    fresh = {p.name: p.read_bytes() for p in feeds.iterdir()}
+    assert incremental == fresh
+    for name, data in fresh.items():
+        if name.endswith(".xml"):
+            assert not feedparser.parse(data).bozo, name
