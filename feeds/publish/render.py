@@ -90,11 +90,15 @@ _BLOCKS = {
     "rss": re.compile(rb"^    <item>\n.*?^    </item>\n", re.MULTILINE | re.DOTALL),
     "atom": re.compile(rb"^  <entry>\n.*?^  </entry>\n", re.MULTILINE | re.DOTALL),
 }
-_BLOCK_IDS = {
-    "rss": re.compile(rb'^      <guid isPermaLink="false">([^<]+)</guid>$', re.MULTILINE),
-    "atom": re.compile(rb"^    <id>([^<]+)</id>$", re.MULTILINE),
+_BLOCK_IDS = {  # the line that holds an entry's id, up to the id
+    "rss": b'\n      <guid isPermaLink="false">',
+    "atom": b"\n    <id>",
 }
 _JSON_LINE = re.compile(rb'^    (\{"id": "([^"\\]+)".*\}),?$', re.MULTILINE)
+_MARKS = {  # an entry's first and last line, each with the newline before it
+    "rss": (b"\n    <item>\n", b"\n    </item>\n"),
+    "atom": (b"\n  <entry>\n", b"\n  </entry>\n"),
+}
 _EMPTY_TAIL = {"rss": b"  </channel>\n</rss>\n", "atom": b"</feed>\n"}
 
 
@@ -103,12 +107,19 @@ def entry_blocks(fmt: str, document: bytes) -> dict[str, bytes]:
     render of that feed may reuse for items that did not change (see render_feed)."""
     if fmt == "json":
         return {m.group(2).decode(): m.group(1) for m in _JSON_LINE.finditer(document)}
+    start, end = _MARKS[fmt]
     found = {}
-    for m in _BLOCKS[fmt].finditer(document):
-        block = m.group(0)
-        key = _BLOCK_IDS[fmt].search(block)
-        if key:
-            found[key.group(1).decode()] = block
+    i = document.find(start)
+    while i >= 0:  # str.find, not a regex: this runs over every feed a run rewrites
+        j = document.find(end, i)
+        if j < 0:
+            break
+        block = document[i + 1 : j + len(end)]
+        k = block.find(_BLOCK_IDS[fmt])
+        if k >= 0:
+            k += len(_BLOCK_IDS[fmt])
+            found[block[k : block.index(b"<", k)].decode()] = block
+        i = document.find(start, j)
     return found
 
 
