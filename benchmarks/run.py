@@ -2,6 +2,7 @@
 same run on the same machine, so the ratios mean something anywhere.
 
     python benchmarks/run.py --papers 100000 --topics 1000 [--naive-papers 300] [--keep DIR]
+    python benchmarks/run.py --papers 20000 --phases parse,match    # no full build
 
 Phases (each in its own process where start-up or peak memory matters):
   parse      digest files -> papers            baseline: decoding and splitting the same bytes
@@ -33,7 +34,10 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.generate import write_digests, write_topics  # noqa: E402
 from feeds.config import load_subscriptions  # noqa: E402
 from feeds.digest import parse  # noqa: E402
-from feeds.match import Matcher, TopicMatcher, match_papers, normalize  # noqa: E402
+from feeds.match import Criteria, Matcher, TopicMatcher, match_papers, normalize  # noqa: E402
+from feeds.model import Paper  # noqa: E402
+
+PHASES = ("parse", "match", "full")
 
 
 def rate(n: int, seconds: float) -> str:
@@ -73,55 +77,9 @@ def fs_floor(sizes: list[int], folder: Path) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--papers", type=int, default=100_000)
-    ap.add_argument("--topics", type=int, default=1000)
-    ap.add_argument("--naive-papers", type=int, default=300, help="papers for the naive matcher")
-    ap.add_argument("--match-papers", type=int, default=50_000, help="papers for match rates")
-    ap.add_argument("--keep", type=Path, help="work folder to keep (default: a temp folder)")
-    ap.add_argument(
-        "--broad",
-        action="store_true",
-        help="topics from the seeds' vocabulary (each matches ~20%% of papers) instead of "
-        "narrow ones with realistic hit rates",
-    )
-    args = ap.parse_args()
-
-    work = args.keep or Path(tempfile.mkdtemp(prefix="paperfeeds-bench-"))
-    inbox, config = work / "inbox", work / "config"
-    for d in (inbox, config):
-        shutil.rmtree(d, ignore_errors=True)
-    config.mkdir(parents=True)
-    shutil.rmtree(work / "public", ignore_errors=True)
-    shutil.rmtree(work / ".paperfeeds", ignore_errors=True)
-    kind = "broad" if args.broad else "narrow"
-    print(f"paperfeeds benchmark: {args.papers:,} papers, {args.topics:,} {kind} topics, in {work}")
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
-
-    _, gen = timed(write_digests, inbox, args.papers, 500, 1)
-    write_topics(config / "subscriptions.yaml", args.topics, 1, narrow=not args.broad)
-    files = sorted(inbox.glob("*.txt"))
-    print(f"generated {len(files)} digests in {gen:.1f}s")
-
-    # -- parse ---------------------------------------------------------------------------
-    blobs = [(f.name, f.read_bytes()) for f in files]
-    start = time.perf_counter()
-    papers = []
-    for name, blob in blobs:
-        papers.extend(p for _line, p in parse(blob, name).papers)
-    parse_s = time.perf_counter() - start
-    start = time.perf_counter()
-    lines = sum(len(blob.decode("utf-8").split("\n")) for _name, blob in blobs)
-    floor_s = time.perf_counter() - start
-    print(f"\nparse:  {rate(len(papers), parse_s)} papers "
-          f"({parse_s:.2f}s; floor decode+split {floor_s:.2f}s, {lines:,} lines: "
-          f"x{parse_s / floor_s:.1f} the floor)")  # fmt: skip
-    del blobs
-
-    # -- match ---------------------------------------------------------------------------
-    topics = load_subscriptions(config / "subscriptions.yaml")
-    pairs = [(t.id, t.criteria) for t in topics]
+def match_phase(
+    args: argparse.Namespace, pairs: list[tuple[str, Criteria]], papers: list[Paper]
+) -> None:
     terms = sum(len(c.any) + sum(map(len, c.all)) + len(c.none) for _t, c in pairs)
     sample = random.Random(1).sample(papers, min(args.match_papers, len(papers)))
     matcher, build_s = timed(Matcher, pairs)
@@ -154,9 +112,10 @@ def main() -> None:
           f"  -> fast is x{fast_rate / naive_rate:,.0f} the naive matcher")  # fmt: skip
     print(f"  floor  {floor_rate:>10,.0f} papers/s"
           f"  -> fast is {floor_rate / fast_rate:.1f}x slower than the floor")  # fmt: skip
-    del papers, sample, naive, matcher, slow_matchers
+    del sample, naive, matcher, slow_matchers
 
-    # -- full build ----------------------------------------------------------------------
+
+def full_phase(work: Path, inbox: Path) -> None:
     wall, peak, _out = feeds_run(work)
     public = work / "public"
     sizes = [p.stat().st_size for p in public.rglob("*") if p.is_file()]
@@ -169,7 +128,7 @@ def main() -> None:
           f"({floor_w / len(sizes) * 1e6:.0f} us/file)")  # fmt: skip
     print(f"  everything but the floor: {wall - write_share:.1f}s")
 
-    # -- incremental and no-op -----------------------------------------------------------
+    # incremental and no-op
     write_digests(work / "new", 10, 10, 99)
     for f in sorted((work / "new").glob("*.txt")):
         shutil.move(f, inbox / f"zz-new-{f.name}")
@@ -185,6 +144,71 @@ def main() -> None:
     print(f"no-op run:           {noop * 1000:.0f} ms wall (peak {noop_peak} MB)")
     print(f"  baselines: `python -c pass` {python_s * 1000:.0f} ms, "
           f"`import feeds.cli` {import_s * 1000:.0f} ms")  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--papers", type=int, default=100_000)
+    ap.add_argument("--topics", type=int, default=1000)
+    ap.add_argument("--naive-papers", type=int, default=300, help="papers for the naive matcher")
+    ap.add_argument("--match-papers", type=int, default=50_000, help="papers for match rates")
+    ap.add_argument("--keep", type=Path, help="work folder to keep (default: a temp folder)")
+    ap.add_argument(
+        "--broad",
+        action="store_true",
+        help="topics from the seeds' vocabulary (each matches ~20%% of papers) instead of "
+        "narrow ones with realistic hit rates",
+    )
+    ap.add_argument(
+        "--phases",
+        default=",".join(PHASES),
+        help=f"comma-separated phases to run, of {','.join(PHASES)} (default: all; "
+        "'full' includes the incremental and no-op runs; 'match' parses first)",
+    )
+    args = ap.parse_args()
+    phases = set(args.phases.split(","))
+    if not phases <= set(PHASES):
+        ap.error(f"--phases: unknown {', '.join(sorted(phases - set(PHASES)))}")
+
+    work = args.keep or Path(tempfile.mkdtemp(prefix="paperfeeds-bench-"))
+    inbox, config = work / "inbox", work / "config"
+    for d in (inbox, config):
+        shutil.rmtree(d, ignore_errors=True)
+    config.mkdir(parents=True)
+    shutil.rmtree(work / "public", ignore_errors=True)
+    shutil.rmtree(work / ".paperfeeds", ignore_errors=True)
+    kind = "broad" if args.broad else "narrow"
+    print(f"paperfeeds benchmark: {args.papers:,} papers, {args.topics:,} {kind} topics, in {work}")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
+
+    _, gen = timed(write_digests, inbox, args.papers, 500, 1)
+    write_topics(config / "subscriptions.yaml", args.topics, 1, narrow=not args.broad)
+    files = sorted(inbox.glob("*.txt"))
+    print(f"generated {len(files)} digests in {gen:.1f}s")
+
+    # -- parse ---------------------------------------------------------------------------
+    blobs = [(f.name, f.read_bytes()) for f in files]
+    start = time.perf_counter()
+    papers = []
+    for name, blob in blobs:
+        papers.extend(p for _line, p in parse(blob, name).papers)
+    parse_s = time.perf_counter() - start
+    start = time.perf_counter()
+    lines = sum(len(blob.decode("utf-8").split("\n")) for _name, blob in blobs)
+    floor_s = time.perf_counter() - start
+    if "parse" in phases:
+        print(f"\nparse:  {rate(len(papers), parse_s)} papers "
+              f"({parse_s:.2f}s; floor decode+split {floor_s:.2f}s, {lines:,} lines: "
+              f"x{parse_s / floor_s:.1f} the floor)")  # fmt: skip
+    del blobs
+
+    if "match" in phases:
+        topics = load_subscriptions(config / "subscriptions.yaml")
+        match_phase(args, [(t.id, t.criteria) for t in topics], papers)
+    del papers
+
+    if "full" in phases:
+        full_phase(work, inbox)
     if not args.keep:
         shutil.rmtree(work)
 
