@@ -57,6 +57,9 @@ class _NoMarks(dict[int, int | None]):
 
 
 _NO_MARKS = _NoMarks()
+# Latin-1 and its extensions before the first combining mark (U+0300), kana without the two
+# combining sound marks, CJK ideographs: text of these alone has no combining mark.
+_MAYBE_MARKS = re.compile("[^\x00-\u02ff\u3040-\u3098\u309b-\u30ff\u4e00-\u9fff]")
 
 
 def strip_accents(text: str) -> str:
@@ -64,7 +67,9 @@ def strip_accents(text: str) -> str:
     if text.isascii():
         return text
     decomposed = unicodedata.normalize("NFKD", text)
-    return unicodedata.normalize("NFC", decomposed.translate(_NO_MARKS))
+    if _MAYBE_MARKS.search(decomposed) is not None:
+        decomposed = decomposed.translate(_NO_MARKS)
+    return unicodedata.normalize("NFC", decomposed)
 
 
 def title_key(title: str) -> str:

@@ -80,3 +80,11 @@ def test_strip_accents_of_every_single_character() -> None:
     for code in range(0x110000):
         char = chr(code)
         assert strip_accents(char + "a") == strip_accents_by_definition(char + "a"), hex(code)
+
+
+def test_text_said_to_have_no_combining_marks_has_none() -> None:
+    from feeds.text import _MAYBE_MARKS
+
+    for code in range(0x110000):
+        char = chr(code)
+        assert _MAYBE_MARKS.match(char) or not unicodedata.combining(char), hex(code)
