@@ -13,6 +13,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import itemgetter
 from typing import Any
 
 from feeds.model import Hit, Paper
@@ -22,13 +23,21 @@ from feeds.text import fold, has_cjk, strip_accents
 # contains the word `LLM`, which Python's \b (CJK counts as \w) would not find.
 _WORD = r"[0-9a-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff\u1e00-\u1eff]"
 _WORD_CHARS = frozenset(c for c in map(chr, range(0x1F00)) if re.match(_WORD, c))  # all of them
-_SEP_CHAR = r"[\s\-_\u2010-\u2015]"
-_SEP = _SEP_CHAR + "+"
+_SEP = r"[\s\-_\u2010-\u2015]+"
 _SPLIT = re.compile(_SEP)
-# A run of separators becomes one space. Runs that are one space already are left alone (most
-# are, and replacing them costs): the pattern finds runs of two or more, and single
-# separators other than a space.
-_SEP_RUN = re.compile(f"{_SEP_CHAR}(?:(?<! )|{_SEP_CHAR}){_SEP_CHAR}*")
+# Separators but the space (\s is what str.isspace says; none is past U+3000, a test checks).
+_WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c != " ")
+_OTHER_SEP = re.compile(f"[{_WHITESPACE}\\-_\u2010-\u2015]")
+
+
+def collapse_separators(text: str) -> str:
+    """Return text with each run of separators replaced by one space (as re.sub(_SEP, " ")
+    does, without replacing the many spaces that are alone already)."""
+    text = _OTHER_SEP.sub(" ", text)
+    while "  " in text:
+        text = text.replace("  ", " ")
+    return text
+
 
 FIELDS = ("title", "summary", "authors", "institutions", "comments", "venue")
 DEFAULT_FIELDS = ("title", "summary")
@@ -70,7 +79,7 @@ def normalize(text: str) -> str:
 
     LaTeX dollars are dropped ("$k$-Means" holds the word "k-means").
     """
-    return _SEP_RUN.sub(" ", fold(text.replace("$", "")))
+    return collapse_separators(fold(text.replace("$", "")))
 
 
 def check_term(text: str) -> None:
@@ -284,6 +293,12 @@ _FIELD_SEP = "\x00"
 _Ref = tuple[int, tuple[tuple[int, Hit], ...], dict[int, tuple[Hit, ...]]]
 
 
+# A topic to evaluate when a variant is found in certain fields, or, for a topic that is a
+# clause of literals alone, also the places and hits of that variant in the clause.
+_Places = tuple[tuple[int, tuple[tuple[int, Hit], ...], dict[int, tuple[Hit, ...]]], ...]
+_Trigger = tuple[int, int, _Places | None]
+
+
 @dataclass(frozen=True, slots=True)
 class _Clause:
     """Terms of which at least one must be found: a topic's `any`, or one `all` group."""
@@ -396,7 +411,7 @@ class Matcher:
             variant = -1 if literal is None else self._variant((literal, False, False))
             self._regexes.append(_Regex(term.pattern, fields, variant))
 
-        self._triggers: dict[int, list[tuple[int, int]]] = {}  # variant -> [(topic, where)]
+        self._triggers: dict[int, list[_Trigger]] = {}  # by variant
         self._on_twins: list[int] = []  # topics triggered by the literal of a regex
         self._by_person: dict[str, list[int]] = {}
         self._by_venue: dict[str, list[int]] = {}
@@ -465,14 +480,25 @@ class Matcher:
             for key in plan.authors:
                 self._by_person.setdefault(key, []).append(index)
         elif clause := self._findable_clause(plan):
-            for ref, _in_fields, _by_fields in clause.refs:
+            # A topic that is this clause alone matches when the trigger holds, with the hits
+            # of the terms found: they are gathered right away, not evaluated.
+            alone = (len(plan.clauses) == 1 and not clause.regexes and plan.unique
+                     and not (plan.none_literals or plan.none_regexes or plan.institutions
+                              or plan.venues))  # fmt: skip
+            for place, (ref, _in_fields, _by_fields) in enumerate(clause.refs):
+                if ref >= 0 and alone:
+                    if place == clause.literals[ref][0]:
+                        refs = tuple((p, *clause.refs[p][1:]) for p in clause.literals[ref])
+                        self._triggers.setdefault(ref, []).append((index, plan.fields, refs))
+                    continue
                 variant = ref if ref >= 0 else self._regexes[-1 - ref].literal
-                self._triggers.setdefault(variant, []).append((index, plan.fields))
+                self._triggers.setdefault(variant, []).append((index, plan.fields, None))
             if clause.regexes:
                 self._on_twins.append(index)
         elif plan.institutions and all(v >= 0 for v, _t, _h in plan.institutions):
             for variant, _term, _hit in plan.institutions:
-                self._triggers.setdefault(variant, []).append((index, _PLAIN_INSTITUTIONS))
+                trigger = (index, _PLAIN_INSTITUTIONS, None)
+                self._triggers.setdefault(variant, []).append(trigger)
         elif plan.venues:
             for venue in plan.venues:
                 self._by_venue.setdefault(venue, []).append(index)
@@ -512,12 +538,18 @@ class Matcher:
             if self._has_inst and institutions:
                 _scan(self._inst, institutions, _PLAIN_INSTITUTIONS, found)
 
-        candidates = set(self._always)
+        candidates = set(self._always)  # topics to evaluate
+        gathered: dict[int, list[tuple[_Places, int]]] = {}  # topics that match: what hit
         triggers = self._triggers
         for variant, where in found.items():
-            for index, fields in triggers.get(variant, ()):
+            for index, fields, places in triggers.get(variant, ()):
                 if where & fields:
-                    candidates.add(index)
+                    if places is None:
+                        candidates.add(index)
+                    elif index in gathered:
+                        gathered[index].append((places, where & fields))
+                    else:
+                        gathered[index] = [(places, where & fields)]
         twins = self._twins and _has_twins(parts)
         if twins:
             candidates.update(self._on_twins)
@@ -541,10 +573,24 @@ class Matcher:
             order, results = self._venue_only_results(venue, venue_key)
             out = results.copy()
         inserted = 0
-        for index in sorted(candidates):
-            hits = self._evaluate(
-                self._plans[index], venue, venue_key, persons, institutions, parts, found, twins
-            )
+        for index in sorted(candidates.union(gathered) if gathered else candidates):
+            hit_places = gathered.get(index)
+            if hit_places is None:
+                hits = self._evaluate(
+                    self._plans[index], venue, venue_key, persons, institutions, parts, found, twins
+                )
+            elif len(hit_places) == 1 and len(hit_places[0][0]) == 1:  # one term hit
+                ((_place, in_fields, by_fields),), where = hit_places[0]
+                hits = by_fields.get(where) or _hits(in_fields, by_fields, where)
+            else:
+                hits = tuple(
+                    h
+                    for _place, in_fields, by_fields, where in sorted(
+                        [(*place, where) for places, where in hit_places for place in places],
+                        key=itemgetter(0),
+                    )
+                    for h in (by_fields.get(where) or _hits(in_fields, by_fields, where))
+                )
             if hits is not None:
                 if order:
                     out.insert(bisect_right(order, index) + inserted, (self._ids[index], hits))
@@ -637,11 +683,7 @@ class Matcher:
                 ref, in_fields, by_fields = clause.refs[place]
                 where = fields & (found[ref] if ref >= 0 else self._found(ref, parts, found, twins))
                 if where:
-                    got_hits = by_fields.get(where)
-                    if got_hits is None:
-                        got_hits = tuple(h for bit, h in in_fields if where & bit)
-                        by_fields[where] = got_hits
-                    hits += got_hits
+                    hits += by_fields.get(where) or _hits(in_fields, by_fields, where)
             if len(hits) == before:
                 return None
         if plan.none_literals:
@@ -669,6 +711,14 @@ def _scan(automaton: Any, text: str, bit: int, found: dict[int, int]) -> None:
         else:
             for variant, _left, _right in entries:
                 found[variant] = found.get(variant, 0) | bit
+
+
+def _hits(
+    in_fields: tuple[tuple[int, Hit], ...], by_fields: dict[int, tuple[Hit, ...]], where: int
+) -> tuple[Hit, ...]:
+    """Return (and remember) a term's hits in the fields `where` says, in the topic's order."""
+    hits = by_fields[where] = tuple(hit for bit, hit in in_fields if where & bit)
+    return hits
 
 
 def _distinct(texts: list[str]) -> bool:
