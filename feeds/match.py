@@ -451,8 +451,10 @@ class Matcher:
         self._inst = ahocorasick.Automaton()
         for automaton, keys in ((self._terms, term_keys), (self._inst, inst_keys)):
             for key, entries in keys.items():
-                edges = any(left or right for _v, left, right in entries)
-                automaton.add_word(key, (len(key), edges, tuple(entries)))
+                if len(entries) == 1:  # the common case, unpacked: (length, left, right, variant)
+                    automaton.add_word(key, (len(key), entries[0][1], entries[0][2], entries[0][0]))
+                else:  # (length, -, -, variants with their edges)
+                    automaton.add_word(key, (len(key), False, False, tuple(entries)))
             if keys:
                 automaton.make_automaton()
         self._has_terms = bool(term_keys)
@@ -700,17 +702,21 @@ def _scan(automaton: Any, text: str, bit: int, found: dict[int, int]) -> None:
     """Record in `found` the variants the automaton finds in text, under the field's bit."""
     word = _WORD_CHARS
     last = len(text) - 1
-    for end, (length, edges, entries) in automaton.iter(text):
-        if edges:
-            start = end - length + 1
-            before = start > 0 and text[start - 1] in word
-            after = end < last and text[end + 1] in word
-            for variant, left, right in entries:
-                if not ((left and before) or (right and after)):
-                    found[variant] = found.get(variant, 0) | bit
-        else:
-            for variant, _left, _right in entries:
-                found[variant] = found.get(variant, 0) | bit
+    for end, (length, left, right, variant) in automaton.iter(text):
+        if type(variant) is int:
+            # A word boundary is needed at the left (right) edge: the character before
+            # (after) what was found, if any, must not be a word character.
+            if left and end >= length and text[end - length] in word:
+                continue
+            if right and end < last and text[end + 1] in word:
+                continue
+            found[variant] = found.get(variant, 0) | bit
+            continue
+        before = end >= length and text[end - length] in word
+        after = end < last and text[end + 1] in word
+        for v, left_, right_ in variant:
+            if not ((left_ and before) or (right_ and after)):
+                found[v] = found.get(v, 0) | bit
 
 
 def _hits(
