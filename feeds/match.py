@@ -288,15 +288,13 @@ _PLAIN_INSTITUTIONS = 1 << len(FIELDS)  # "found in the accent-stripped institut
 _FIELD_SEP = "\x00"
 
 # A term of a topic as the fast matcher evaluates it: what it is found as (a literal's variant
-# number, or -1 - the number of a regular expression); its hit in each field of the topic, in
-# the topic's field order; and its hits by the fields it is found in, filled as met.
-_Ref = tuple[int, tuple[tuple[int, Hit], ...], dict[int, tuple[Hit, ...]]]
+# number, or -1 - the number of a regular expression), its place in its clause, its text, the
+# topic's fields in order (bit, name), and its hits by the fields it is found in, made as met.
+_Ref = tuple[int, int, str, tuple[tuple[int, str], ...], dict[int, tuple[Hit, ...]]]
 
-
-# A topic to evaluate when a variant is found in certain fields, or, for a topic that is a
-# clause of literals alone, also the places and hits of that variant in the clause.
-_Places = tuple[tuple[int, tuple[tuple[int, Hit], ...], dict[int, tuple[Hit, ...]]], ...]
-_Trigger = tuple[int, int, _Places | None]
+# A topic to evaluate when a variant is found in certain fields; for a topic that is a clause
+# of literals alone, with the terms of the clause that are that variant.
+_Trigger = tuple[int, int, tuple[_Ref, ...] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,29 +347,29 @@ class Matcher:
         self._variants: dict[tuple[str, bool, bool], int] = {}
         regex_numbers: dict[str, int] = {}
         regexes: list[tuple[Term, int]] = []  # (term, fields)
-        hits: dict[tuple[str, str], Hit] = {}
         scanned = 0
 
-        def hit(text: str, name: str) -> Hit:
-            return hits.setdefault((text, name), Hit(text, name))
+        orders: dict[tuple[str, ...], tuple[tuple[int, str], ...]] = {}  # by field names
 
-        def ref(term: Term, fields: int, names: tuple[str, ...]) -> _Ref:
-            in_fields = tuple((_FIELD_BIT[n], hit(term.text, n)) for n in names)
+        def ref(term: Term, place: int, fields: int, names: tuple[str, ...]) -> _Ref:
+            order = orders.get(names)
+            if order is None:
+                order = orders[names] = tuple((_FIELD_BIT[n], n) for n in names)
             if term.variant is not None:
-                return self._variant(term.variant), in_fields, {}
+                return self._variant(term.variant), place, term.text, order, {}
             number = regex_numbers.setdefault(term.source, len(regex_numbers))
             if number == len(regexes):
                 regexes.append((term, 0))
             regexes[number] = (term, regexes[number][1] | fields)
-            return -1 - number, in_fields, {}
+            return -1 - number, place, term.text, order, {}
 
         def clause(terms: Sequence[Term], fields: int, names: tuple[str, ...]) -> _Clause:
-            refs = tuple(ref(t, fields, names) for t in terms)
+            refs = tuple(ref(t, place, fields, names) for place, t in enumerate(terms))
             literals: dict[int, tuple[int, ...]] = {}
-            for place, (r, _in_fields, _by_fields) in enumerate(refs):
+            for r, place, *_rest in refs:
                 if r >= 0:
                     literals[r] = (*literals.get(r, ()), place)
-            regexes = tuple(place for place, (r, _f, _b) in enumerate(refs) if r < 0)
+            regexes = tuple(place for r, place, *_rest in refs if r < 0)
             return _Clause(refs, literals, regexes)
 
         self._plans: list[_Topic] = []
@@ -380,17 +378,17 @@ class Matcher:
             fields = sum({_FIELD_BIT[n] for n in c.fields})
             if m.terms:
                 scanned |= fields
-            none = [ref(t, fields, c.fields)[0] for t in m.none]
+            none = [ref(t, 0, fields, c.fields)[0] for t in m.none]
             self._plans.append(
                 _Topic(
                     fields=fields,
                     venues=frozenset(m.venues) if m.venues else None,
-                    authors={k: hit(a, "authors") for k, a in m.authors.items()} or None,
+                    authors={k: Hit(a, "authors") for k, a in m.authors.items()} or None,
                     institutions=tuple(
                         (
                             -1 if t.variant is None else self._variant(t.variant),
                             t,
-                            hit(t.text, "institutions"),
+                            Hit(t.text, "institutions"),
                         )
                         for t in m.institutions
                     ),
@@ -487,10 +485,10 @@ class Matcher:
             alone = (len(plan.clauses) == 1 and not clause.regexes and plan.unique
                      and not (plan.none_literals or plan.none_regexes or plan.institutions
                               or plan.venues))  # fmt: skip
-            for place, (ref, _in_fields, _by_fields) in enumerate(clause.refs):
+            for ref, place, *_rest in clause.refs:
                 if ref >= 0 and alone:
                     if place == clause.literals[ref][0]:
-                        refs = tuple((p, *clause.refs[p][1:]) for p in clause.literals[ref])
+                        refs = tuple(clause.refs[p] for p in clause.literals[ref])
                         self._triggers.setdefault(ref, []).append((index, plan.fields, refs))
                     continue
                 variant = ref if ref >= 0 else self._regexes[-1 - ref].literal
@@ -541,7 +539,7 @@ class Matcher:
                 _scan(self._inst, institutions, _PLAIN_INSTITUTIONS, found)
 
         candidates = set(self._always)  # topics to evaluate
-        gathered: dict[int, list[tuple[_Places, int]]] = {}  # topics that match: what hit
+        gathered: dict[int, list[tuple[tuple[_Ref, ...], int]]] = {}  # matching topics: hits
         triggers = self._triggers
         for variant, where in found.items():
             for index, fields, places in triggers.get(variant, ()):
@@ -570,9 +568,9 @@ class Matcher:
 
         # "Every paper of this venue" topics, then the others inserted in topic order.
         out: list[tuple[str, tuple[Hit, ...]]] = []
-        order: list[int] = []
+        venue_topics: list[int] = []
         if venue_key in self._venue_only:
-            order, results = self._venue_only_results(venue, venue_key)
+            venue_topics, results = self._venue_only_results(venue, venue_key)
             out = results.copy()
         inserted = 0
         for index in sorted(candidates.union(gathered) if gathered else candidates):
@@ -582,20 +580,21 @@ class Matcher:
                     self._plans[index], venue, venue_key, persons, institutions, parts, found, twins
                 )
             elif len(hit_places) == 1 and len(hit_places[0][0]) == 1:  # one term hit
-                ((_place, in_fields, by_fields),), where = hit_places[0]
-                hits = by_fields.get(where) or _hits(in_fields, by_fields, where)
+                ((_ref, _place, text, order, by_fields),), where = hit_places[0]
+                hits = by_fields.get(where) or _hits(text, order, by_fields, where)
             else:
                 hits = tuple(
                     h
-                    for _place, in_fields, by_fields, where in sorted(
-                        [(*place, where) for places, where in hit_places for place in places],
-                        key=itemgetter(0),
+                    for _ref, _place, text, order, by_fields, where in sorted(
+                        [(*ref, where) for refs, where in hit_places for ref in refs],
+                        key=itemgetter(1),
                     )
-                    for h in (by_fields.get(where) or _hits(in_fields, by_fields, where))
+                    for h in (by_fields.get(where) or _hits(text, order, by_fields, where))
                 )
             if hits is not None:
-                if order:
-                    out.insert(bisect_right(order, index) + inserted, (self._ids[index], hits))
+                if venue_topics:
+                    place = bisect_right(venue_topics, index) + inserted
+                    out.insert(place, (self._ids[index], hits))
                     inserted += 1
                 else:
                     out.append((self._ids[index], hits))
@@ -610,8 +609,8 @@ class Matcher:
             if len(self._venue_results) > 10_000:
                 self._venue_results.clear()
             hits = (Hit(venue, "venue"),)
-            order = self._venue_only[venue_key]
-            cached = self._venue_results[venue] = (order, [(self._ids[i], hits) for i in order])
+            topics = self._venue_only[venue_key]
+            cached = self._venue_results[venue] = (topics, [(self._ids[i], hits) for i in topics])
         return cached
 
     def _person_key(self, name: str) -> str:
@@ -682,10 +681,10 @@ class Matcher:
                 places = sorted(p for v in common for p in clause.literals[v])
             before = len(hits)
             for place in places:
-                ref, in_fields, by_fields = clause.refs[place]
+                ref, _place, text, order, by_fields = clause.refs[place]
                 where = fields & (found[ref] if ref >= 0 else self._found(ref, parts, found, twins))
                 if where:
-                    hits += by_fields.get(where) or _hits(in_fields, by_fields, where)
+                    hits += by_fields.get(where) or _hits(text, order, by_fields, where)
             if len(hits) == before:
                 return None
         if plan.none_literals:
@@ -720,10 +719,10 @@ def _scan(automaton: Any, text: str, bit: int, found: dict[int, int]) -> None:
 
 
 def _hits(
-    in_fields: tuple[tuple[int, Hit], ...], by_fields: dict[int, tuple[Hit, ...]], where: int
+    text: str, order: tuple[tuple[int, str], ...], by_fields: dict[int, tuple[Hit, ...]], where: int
 ) -> tuple[Hit, ...]:
     """Return (and remember) a term's hits in the fields `where` says, in the topic's order."""
-    hits = by_fields[where] = tuple(hit for bit, hit in in_fields if where & bit)
+    hits = by_fields[where] = tuple(Hit(text, name) for bit, name in order if where & bit)
     return hits
 
 
