@@ -236,6 +236,7 @@ def match_papers(
 # character). Normalized text without them holds a literal a regular expression starts with
 # only as the lowercase literal itself.
 _IGNORECASE_ASCII_TWINS = "\u0130\u0131\u017f\u212a"
+_TWINS = re.compile(f"[{_IGNORECASE_ASCII_TWINS}]")
 _LEADING_LITERAL = re.compile(r"\^?([A-Za-z0-9 ]+)(.?)", re.DOTALL)
 
 
@@ -516,17 +517,20 @@ class Matcher:
         ]  # fmt: skip
         return next(iter(literal or findable), None)
 
-    def _normalized(self, paper: Paper) -> list[str]:
-        """Return the normalized text of the fields this matcher needs, normalized at once."""
+    def _normalized(self, paper: Paper) -> tuple[str, list[str]]:
+        """Return the normalized text of the fields this matcher needs, normalized at once,
+        joined by the field separator and apart."""
         raw = [get(paper) for get in self._raw]
         joined = _FIELD_SEP.join(raw)
         if joined.count(_FIELD_SEP) != len(raw) - 1:  # a field holds the separator itself
-            return [normalize(text) for text in raw]
-        return normalize(joined).split(_FIELD_SEP)
+            parts = [normalize(text) for text in raw]
+            return _FIELD_SEP.join(parts), parts
+        text = normalize(joined)
+        return text, text.split(_FIELD_SEP)
 
     def match(self, paper: Paper) -> list[tuple[str, tuple[Hit, ...]]]:
         """Return (topic id, hits) for every topic the paper matches, in topic order."""
-        parts = self._normalized(paper) if self._raw else []
+        text, parts = self._normalized(paper) if self._raw else ("", [])
         found: dict[int, int] = {}  # variant -> fields it was found in (bits)
         if self._has_terms:
             for j, bit in self._scan:
@@ -550,7 +554,7 @@ class Matcher:
                         gathered[index].append((places, where & fields))
                     else:
                         gathered[index] = [(places, where & fields)]
-        twins = self._twins and _has_twins(parts)
+        twins = self._twins and not text.isascii() and _TWINS.search(text) is not None
         if twins:
             candidates.update(self._on_twins)
         venue = paper.venue or ""
@@ -728,8 +732,3 @@ def _hits(
 
 def _distinct(texts: list[str]) -> bool:
     return len(set(texts)) == len(texts)
-
-
-def _has_twins(parts: list[str]) -> bool:
-    """Return whether normalized text holds a non-ASCII twin of an ASCII character."""
-    return any(not t.isascii() and any(c in t for c in _IGNORECASE_ASCII_TWINS) for t in parts)
