@@ -481,11 +481,11 @@ class Matcher:
             for key in plan.authors:
                 self._by_person.setdefault(key, []).append(index)
         elif clause := self._findable_clause(plan):
-            # A topic that is this clause alone matches when the trigger holds, with the hits
-            # of the terms found: they are gathered right away, not evaluated.
+            # A topic that is this clause alone (and literals to exclude) matches when the
+            # trigger holds and nothing excludes it, with the hits of the terms found: they
+            # are gathered right away, not evaluated.
             alone = (len(plan.clauses) == 1 and not clause.regexes and plan.unique
-                     and not (plan.none_literals or plan.none_regexes or plan.institutions
-                              or plan.venues))  # fmt: skip
+                     and not (plan.none_regexes or plan.institutions or plan.venues))  # fmt: skip
             for ref, place, *_rest in clause.refs:
                 if ref >= 0 and alone:
                     if place == clause.literals[ref][0]:
@@ -583,6 +583,10 @@ class Matcher:
                 hits = self._evaluate(
                     self._plans[index], venue, venue_key, persons, institutions, parts, found, twins
                 )
+            elif (none := self._plans[index].none_literals) and any(
+                found[v] & self._plans[index].fields for v in found.keys() & none
+            ):
+                continue
             elif len(hit_places) == 1 and len(hit_places[0][0]) == 1:  # one term hit
                 ((_ref, _place, text, order, by_fields),), where = hit_places[0]
                 hits = by_fields.get(where) or _hits(text, order, by_fields, where)
