@@ -509,13 +509,14 @@ class Matcher:
     def _findable_clause(self, plan: _Topic) -> _Clause | None:
         """Return a clause (`any` or an `all` group) of which a hit is always found by the
         scan: one of literals if there is one, else one with regular expressions that start
-        with a literal; None if no clause is."""
+        with a literal; None if no clause is. Of several, the one with the fewest terms (the
+        least likely to hold, so the topic is evaluated least often)."""
         literal = [g for g in plan.clauses if not g.regexes]
         findable = [
             g for g in plan.clauses if all(self._regexes[-1 - g.refs[p][0]].literal >= 0
                                            for p in g.regexes)
         ]  # fmt: skip
-        return next(iter(literal or findable), None)
+        return min(literal or findable, key=lambda g: len(g.refs), default=None)
 
     def _normalized(self, paper: Paper) -> tuple[str, list[str]]:
         """Return the normalized text of the fields this matcher needs, normalized at once,
