@@ -418,6 +418,10 @@ class Matcher:
         self._always: list[int] = []
         for index in range(len(self._plans)):
             self._choose_trigger(index)
+        # For topics gathered, not evaluated: the literals that exclude them, and where.
+        self._nones = [
+            (p.none_literals, p.fields) if p.none_literals else None for p in self._plans
+        ]
 
         # The fields normalized for each paper, in FIELDS order, and those of them scanned.
         institutions = FIELDS.index("institutions")
@@ -578,35 +582,36 @@ class Matcher:
             venue_topics, results = self._venue_only_results(venue, venue_key)
             out = results.copy()
         inserted = 0
+        ids, nones = self._ids, self._nones
         for index in sorted(candidates.union(gathered) if gathered else candidates):
             hit_places = gathered.get(index)
             if hit_places is None:
                 hits = self._evaluate(
                     self._plans[index], venue, venue_key, persons, institutions, parts, found, twins
                 )
-            elif (none := self._plans[index].none_literals) and any(
-                found[v] & self._plans[index].fields for v in found.keys() & none
-            ):
-                continue
-            elif len(hit_places) == 1 and len(hit_places[0][0]) == 1:  # one term hit
-                ((_ref, _place, text, order, by_fields),), where = hit_places[0]
-                hits = by_fields.get(where) or _hits(text, order, by_fields, where)
+                if hits is None:
+                    continue
             else:
-                hits = tuple(
-                    h
-                    for _ref, _place, text, order, by_fields, where in sorted(
-                        [(*ref, where) for refs, where in hit_places for ref in refs],
-                        key=itemgetter(1),
-                    )
-                    for h in (by_fields.get(where) or _hits(text, order, by_fields, where))
-                )
-            if hits is not None:
-                if venue_topics:
-                    place = bisect_right(venue_topics, index) + inserted
-                    out.insert(place, (self._ids[index], hits))
-                    inserted += 1
+                none = nones[index]
+                if none is not None and any(found[v] & none[1] for v in found.keys() & none[0]):
+                    continue
+                if len(hit_places) == 1 and len(hit_places[0][0]) == 1:  # one term hit
+                    ((_ref, _place, text, order, by_fields),), where = hit_places[0]
+                    hits = by_fields.get(where) or _hits(text, order, by_fields, where)
                 else:
-                    out.append((self._ids[index], hits))
+                    hits = tuple(
+                        h
+                        for _ref, _place, text, order, by_fields, where in sorted(
+                            [(*ref, where) for refs, where in hit_places for ref in refs],
+                            key=itemgetter(1),
+                        )
+                        for h in (by_fields.get(where) or _hits(text, order, by_fields, where))
+                    )
+            if venue_topics:
+                out.insert(bisect_right(venue_topics, index) + inserted, (ids[index], hits))
+                inserted += 1
+            else:
+                out.append((ids[index], hits))
         return out
 
     def _venue_only_results(
