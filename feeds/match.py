@@ -290,7 +290,8 @@ _FIELD_SEP = "\x00"
 
 # A term of a topic as the fast matcher evaluates it: what it is found as (a literal's variant
 # number, or -1 - the number of a regular expression), its place in its clause, its text, the
-# topic's fields in order (bit, name), and its hits by the fields it is found in, made as met.
+# topic's fields in order (bit, name), and its hits by the fields it is found in (those in
+# several fields made as met).
 _Ref = tuple[int, int, str, tuple[tuple[int, str], ...], dict[int, tuple[Hit, ...]]]
 
 # A topic to evaluate when a variant is found in certain fields; for a topic that is a clause
@@ -356,8 +357,9 @@ class Matcher:
             order = orders.get(names)
             if order is None:
                 order = orders[names] = tuple((_FIELD_BIT[n], n) for n in names)
-            if term.variant is not None:
-                return self._variant(term.variant), place, term.text, order, {}
+            if term.variant is not None:  # hits in one field made now: most are that
+                by_fields: dict[int, tuple[Hit, ...]] = {b: (Hit(term.text, n),) for b, n in order}
+                return self._variant(term.variant), place, term.text, order, by_fields
             number = regex_numbers.setdefault(term.source, len(regex_numbers))
             if number == len(regexes):
                 regexes.append((term, 0))
