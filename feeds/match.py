@@ -8,6 +8,7 @@ substrings; `/.../` is a regular expression.
 
 from __future__ import annotations
 
+import gc
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
@@ -99,15 +100,16 @@ def compile_term(text: str) -> Term:
         regex.pattern  # noqa: B018 -- compiled now, so that a bad expression fails at load time
         return regex
     term = fold(raw)
-    prefix = term.endswith("*") and not has_cjk(term)
+    cjk = has_cjk(term)
+    prefix = term.endswith("*") and not cjk
     tokens = [t for t in _SPLIT.split(term.rstrip("*") if prefix else term) if t]
     if not tokens:
         raise re.error(f"empty term {text!r}")
     key = " ".join(tokens)
-    if has_cjk(term):  # a substring anywhere: CJK has no spaces between words
+    if cjk:  # a substring anywhere: CJK has no spaces between words
         return Term(text, re.escape(key), key)
-    left = re.match(_WORD, tokens[0]) is not None
-    right = not prefix and re.search(_WORD + "$", tokens[-1]) is not None
+    left = tokens[0][0] in _WORD_CHARS  # the term starts (ends) with a word character
+    right = not prefix and tokens[-1][-1] in _WORD_CHARS
     pattern = (f"(?<!{_WORD})" if left else "") + re.escape(key) + (f"(?!{_WORD})" if right else "")
     return Term(text, pattern, key, left, right)
 
@@ -342,6 +344,17 @@ class Matcher:
     """
 
     def __init__(self, topics: Sequence[tuple[str, Criteria]]) -> None:
+        # Building makes a hundred thousand small objects that live as long as the matcher:
+        # the cycle collector, if on, would walk the whole heap several times for nothing.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._build(topics)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _build(self, topics: Sequence[tuple[str, Criteria]]) -> None:
         import ahocorasick  # C extension; imported only when matching
 
         self.topics = [(tid, TopicMatcher(c)) for tid, c in topics]

@@ -29,6 +29,7 @@ from feeds.match import (
     required_literal,
 )
 from feeds.model import Institution, Paper
+from feeds.text import CJK_CLASS
 from tests.test_match_equivalence import random_topics, seed_papers
 
 # -- the pieces ------------------------------------------------------------------------------
@@ -283,3 +284,40 @@ def test_normalizing_does_not_change_nfkc() -> None:
     assert unicodedata.combining(_FIELD_SEP) == 0
     assert not _FIELD_SEP.isspace()
     assert _FIELD_SEP not in _WORD_CHARS
+
+
+def compile_term_by_definition(text: str) -> tuple[str, str | None, bool, bool]:
+    """compile_term as first written: (pattern source, key, left, right)."""
+    word = r"[0-9a-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff\u1e00-\u1eff]"
+    raw = text.strip()
+    if len(raw) >= 2 and raw.startswith("/") and raw.endswith("/"):
+        return raw[1:-1], None, False, False
+    term = unicodedata.normalize("NFKC", raw).casefold()
+    prefix = term.endswith("*") and not re.search(f"[{CJK_CLASS}]", term)
+    split = re.split(r"[\s\-_\u2010-\u2015]+", term.rstrip("*") if prefix else term)
+    tokens = [t for t in split if t]
+    key = " ".join(tokens)
+    if re.search(f"[{CJK_CLASS}]", term):
+        return re.escape(key), key, False, False
+    left = re.match(word, tokens[0]) is not None
+    right = not prefix and re.search(word + "$", tokens[-1]) is not None
+    pattern = (f"(?<!{word})" if left else "") + re.escape(key) + (f"(?!{word})" if right else "")
+    return pattern, key, left, right
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.lists(st.sampled_from([*"aZé9 -_*‐\n\t$+.扩ＬI\u0130ß", "c++", "/"]), max_size=10).map(
+        "".join
+    )
+)
+@example("LLM*")
+@example("扩散*")
+@example("c++")
+@example("a-")
+def test_terms_compile_as_first_written(text: str) -> None:
+    try:
+        term = compile_term(text)
+    except re.error:  # a bad expression, or nothing to match: as the definition would
+        return
+    assert (term.source, term.key, term.left, term.right) == compile_term_by_definition(text)
