@@ -67,7 +67,7 @@ def test_separator_runs_become_one_space(text: str) -> None:
 def test_separator_runs_of_every_single_character() -> None:
     plain = re.compile(r"[\s\-_\u2010-\u2015]+")
     for code in range(0x110000):
-        for text in (chr(code), f"a{chr(code)} b", f" {chr(code)}"):
+        for text in (f"a{chr(code)} b", f" {chr(code)}"):
             assert collapse_separators(text) == plain.sub(" ", text), hex(code)
 
 
@@ -98,7 +98,7 @@ def test_every_single_character_normalizes_the_same_next_to_the_field_separator(
         if code == 0:
             continue
         char = chr(code)
-        fields = [f"a{char}", f"{char}b", char]
+        fields = [f"a{char}", f"{char}b"]
         assert normalize(_FIELD_SEP.join(fields)).split(_FIELD_SEP) == [
             normalize(f) for f in fields
         ], hex(code)
@@ -144,7 +144,7 @@ _pieces = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(st.lists(_pieces, min_size=1, max_size=8).map("".join), _tricky)
 @example("abc", "ıabc")
 @example("abcx|y", "y")
@@ -210,7 +210,7 @@ papers = st.builds(
 )
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(criteria, min_size=1, max_size=6), st.lists(papers, min_size=1, max_size=4))
 def test_same_results_for_arbitrary_topics_and_papers(
     topics: list[Criteria], paper_list: list[Paper]
@@ -305,7 +305,7 @@ def compile_term_by_definition(text: str) -> tuple[str, str | None, bool, bool]:
     return pattern, key, left, right
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(
     st.lists(st.sampled_from([*"aZé9 -_*‐\n\t$+.扩ＬI\u0130ß", "c++", "/"]), max_size=10).map(
         "".join
