@@ -2,12 +2,16 @@
 same run on the same machine, so the ratios mean something anywhere.
 
     python benchmarks/run.py --papers 100000 --topics 1000 [--naive-papers 300] [--keep DIR]
+    python benchmarks/run.py --papers 20000 --phases parse,match    # no full build
 
 Phases (each in its own process where start-up or peak memory matters):
   parse      digest files -> papers            baseline: decoding and splitting the same bytes
   match      papers x topics                  baselines: the naive matcher (one regex per term
-                                               per topic per paper) and the floor (folding plus
-                                               one multi-pattern scan that finds nothing)
+                                               per topic per paper) and the floor (lowercasing
+                                               the fields the matcher reads and one multi-pattern
+                                               scan of them that finds nothing); also the floor
+                                               as first measured (NFKC folding of title and
+                                               summary, a scan of each)
   full       `feeds run` over everything       baseline: the file system creating as many files
                                                of the same sizes by temp file + rename
   increment  `feeds run` with one new 10-paper digest, wall time with start-up
@@ -25,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +38,22 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.generate import write_digests, write_topics  # noqa: E402
 from feeds.config import load_subscriptions  # noqa: E402
 from feeds.digest import parse  # noqa: E402
-from feeds.match import Matcher, TopicMatcher, match_papers, normalize  # noqa: E402
+from feeds.match import Criteria, Matcher, TopicMatcher, match_papers, normalize  # noqa: E402
+from feeds.model import Paper  # noqa: E402
+
+PHASES = ("parse", "match", "full")
+
+# The fields of a paper that topics look in, as the matcher puts them together.
+RAW_FIELDS: dict[str, Callable[[Paper], str]] = {
+    "title": lambda p: p.title + " ; " + (p.title_zh or ""),
+    "summary": lambda p: p.summary or "",
+    "authors": lambda p: " ; ".join(p.authors),
+    "institutions": lambda p: " ; ".join(
+        i.name + (f" ; {i.name_zh}" if i.name_zh else "") for i in p.institutions
+    ),
+    "comments": lambda p: " ; ".join(x for x in (p.comments, p.journal_ref) if x),
+    "venue": lambda p: p.venue or "",
+}
 
 
 def rate(n: int, seconds: float) -> str:
@@ -73,6 +93,105 @@ def fs_floor(sizes: list[int], folder: Path) -> float:
     return time.perf_counter() - start
 
 
+def match_phase(
+    args: argparse.Namespace, pairs: list[tuple[str, Criteria]], papers: list[Paper]
+) -> None:
+    terms = sum(len(c.any) + sum(map(len, c.all)) + len(c.none) for _t, c in pairs)
+    sample = random.Random(1).sample(papers, min(args.match_papers, len(papers)))
+    matcher, build_s = timed(Matcher, pairs)
+    start = time.perf_counter()
+    hits = sum(len(matcher.match(p)) for p in sample)
+    fast_s = time.perf_counter() - start
+    naive = sample[: args.naive_papers]
+    slow_matchers = [(tid, TopicMatcher(c)) for tid, c in pairs]
+    start = time.perf_counter()
+    naive_hits = sum(1 for _ in match_papers(slow_matchers, naive))
+    naive_s = time.perf_counter() - start
+    floor_rate = len(sample) / scan_floor(pairs, sample)
+    before_rate = len(sample) / fold_floor(terms, sample)
+    fast_rate = len(sample) / fast_s
+    naive_rate = len(naive) / naive_s
+    print(f"\nmatch:  {args.topics} topics, {terms:,} terms; automaton built in {build_s:.2f}s")
+    print(f"  fast   {fast_rate:>10,.0f} papers/s ({hits / len(sample):.1f} topic hits/paper)")
+    print(f"  naive  {naive_rate:>10,.0f} papers/s ({naive_hits / len(naive):.1f} hits/paper)"
+          f"  -> fast is x{fast_rate / naive_rate:,.0f} the naive matcher")  # fmt: skip
+    print(f"  floor  {floor_rate:>10,.0f} papers/s"
+          f"  -> fast is {floor_rate / fast_rate:.1f}x slower than the floor")  # fmt: skip
+    print(f"  floor as measured before {before_rate:>10,.0f} papers/s"
+          f"  -> fast is {before_rate / fast_rate:.1f}x slower")  # fmt: skip
+    del sample, naive, matcher, slow_matchers
+
+
+def scan_floor(pairs: list[tuple[str, Criteria]], sample: list[Paper]) -> float:
+    """Seconds to lowercase the fields the matcher reads and scan them once, all together,
+    with an automaton of the topics' terms made unfindable (each with a NUL after it)."""
+    import ahocorasick
+
+    terms = {t for _t, c in pairs for t in (*c.any, *(t for g in c.all for t in g), *c.none)}
+    nothing = ahocorasick.Automaton()
+    for i, term in enumerate(terms):
+        nothing.add_word(term.lower().rstrip("*") + "\x00", i)
+    nothing.make_automaton()
+    names = {n for _t, c in pairs if c.any or c.all or c.none for n in c.fields}
+    if any(c.institutions for _t, c in pairs):
+        names.add("institutions")
+    raw = [get for name, get in RAW_FIELDS.items() if name in names]
+    start = time.perf_counter()
+    for p in sample:
+        for _ in nothing.iter("\n".join([get(p) for get in raw]).lower()):
+            pass
+    return time.perf_counter() - start
+
+
+def fold_floor(terms: int, sample: list[Paper]) -> float:
+    """Seconds for the floor as first measured: NFKC folding of the title and the summary
+    (by normalize, which got faster since), each scanned by an automaton of keys that
+    share no prefix with any text."""
+    import ahocorasick
+
+    nothing = ahocorasick.Automaton()
+    for i in range(terms):
+        nothing.add_word(f"\x00{i}\x00", i)  # terms that occur nowhere
+    nothing.make_automaton()
+    start = time.perf_counter()
+    for p in sample:
+        for text in (p.title + " " + (p.title_zh or ""), p.summary or ""):
+            for _ in nothing.iter(normalize(text)):
+                pass
+    return time.perf_counter() - start
+
+
+def full_phase(work: Path, inbox: Path) -> None:
+    wall, peak, _out = feeds_run(work)
+    public = work / "public"
+    sizes = [p.stat().st_size for p in public.rglob("*") if p.is_file()]
+    floor_w = fs_floor(sizes, work / "fs-floor")
+    shutil.rmtree(work / "fs-floor")
+    write_share = floor_w  # what writing alone costs at best
+    print(f"\nfull build: {wall:.1f}s wall, peak {peak} MB, {len(sizes):,} files "
+          f"({sum(sizes) / 1e6:,.0f} MB)")  # fmt: skip
+    print(f"  file-system floor for those files: {floor_w:.1f}s "
+          f"({floor_w / len(sizes) * 1e6:.0f} us/file)")  # fmt: skip
+    print(f"  everything but the floor: {wall - write_share:.1f}s")
+
+    # incremental and no-op
+    write_digests(work / "new", 10, 10, 99)
+    for f in sorted((work / "new").glob("*.txt")):
+        shutil.move(f, inbox / f"zz-new-{f.name}")
+    inc, inc_peak, _ = feeds_run(work)
+    noop, noop_peak, _ = feeds_run(work)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    python_s = time.perf_counter() - start
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import feeds.cli"], check=True)
+    import_s = time.perf_counter() - start
+    print(f"\nnew 10-paper digest: {inc * 1000:.0f} ms wall (peak {inc_peak} MB)")
+    print(f"no-op run:           {noop * 1000:.0f} ms wall (peak {noop_peak} MB)")
+    print(f"  baselines: `python -c pass` {python_s * 1000:.0f} ms, "
+          f"`import feeds.cli` {import_s * 1000:.0f} ms")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--papers", type=int, default=100_000)
@@ -86,7 +205,16 @@ def main() -> None:
         help="topics from the seeds' vocabulary (each matches ~20%% of papers) instead of "
         "narrow ones with realistic hit rates",
     )
+    ap.add_argument(
+        "--phases",
+        default=",".join(PHASES),
+        help=f"comma-separated phases to run, of {','.join(PHASES)} (default: all; "
+        "'full' includes the incremental and no-op runs; 'match' parses first)",
+    )
     args = ap.parse_args()
+    phases = set(args.phases.split(","))
+    if not phases <= set(PHASES):
+        ap.error(f"--phases: unknown {', '.join(sorted(phases - set(PHASES)))}")
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="paperfeeds-bench-"))
     inbox, config = work / "inbox", work / "config"
@@ -114,77 +242,19 @@ def main() -> None:
     start = time.perf_counter()
     lines = sum(len(blob.decode("utf-8").split("\n")) for _name, blob in blobs)
     floor_s = time.perf_counter() - start
-    print(f"\nparse:  {rate(len(papers), parse_s)} papers "
-          f"({parse_s:.2f}s; floor decode+split {floor_s:.2f}s, {lines:,} lines: "
-          f"x{parse_s / floor_s:.1f} the floor)")  # fmt: skip
+    if "parse" in phases:
+        print(f"\nparse:  {rate(len(papers), parse_s)} papers "
+              f"({parse_s:.2f}s; floor decode+split {floor_s:.2f}s, {lines:,} lines: "
+              f"x{parse_s / floor_s:.1f} the floor)")  # fmt: skip
     del blobs
 
-    # -- match ---------------------------------------------------------------------------
-    topics = load_subscriptions(config / "subscriptions.yaml")
-    pairs = [(t.id, t.criteria) for t in topics]
-    terms = sum(len(c.any) + sum(map(len, c.all)) + len(c.none) for _t, c in pairs)
-    sample = random.Random(1).sample(papers, min(args.match_papers, len(papers)))
-    matcher, build_s = timed(Matcher, pairs)
-    start = time.perf_counter()
-    hits = sum(len(matcher.match(p)) for p in sample)
-    fast_s = time.perf_counter() - start
-    naive = sample[: args.naive_papers]
-    slow_matchers = [(tid, TopicMatcher(c)) for tid, c in pairs]
-    start = time.perf_counter()
-    naive_hits = sum(1 for _ in match_papers(slow_matchers, naive))
-    naive_s = time.perf_counter() - start
-    import ahocorasick
+    if "match" in phases:
+        topics = load_subscriptions(config / "subscriptions.yaml")
+        match_phase(args, [(t.id, t.criteria) for t in topics], papers)
+    del papers
 
-    nothing = ahocorasick.Automaton()
-    for i in range(terms):
-        nothing.add_word(f"\x00{i}\x00", i)  # terms that occur nowhere
-    nothing.make_automaton()
-    start = time.perf_counter()
-    for p in sample:
-        for text in (p.title + " " + (p.title_zh or ""), p.summary or ""):
-            for _ in nothing.iter(normalize(text)):
-                pass
-    floor_m = time.perf_counter() - start
-    fast_rate = len(sample) / fast_s
-    naive_rate = len(naive) / naive_s
-    floor_rate = len(sample) / floor_m
-    print(f"\nmatch:  {args.topics} topics, {terms:,} terms; automaton built in {build_s:.2f}s")
-    print(f"  fast   {fast_rate:>10,.0f} papers/s ({hits / len(sample):.1f} topic hits/paper)")
-    print(f"  naive  {naive_rate:>10,.0f} papers/s ({naive_hits / len(naive):.1f} hits/paper)"
-          f"  -> fast is x{fast_rate / naive_rate:,.0f} the naive matcher")  # fmt: skip
-    print(f"  floor  {floor_rate:>10,.0f} papers/s"
-          f"  -> fast is {floor_rate / fast_rate:.1f}x slower than the floor")  # fmt: skip
-    del papers, sample, naive, matcher, slow_matchers
-
-    # -- full build ----------------------------------------------------------------------
-    wall, peak, _out = feeds_run(work)
-    public = work / "public"
-    sizes = [p.stat().st_size for p in public.rglob("*") if p.is_file()]
-    floor_w = fs_floor(sizes, work / "fs-floor")
-    shutil.rmtree(work / "fs-floor")
-    write_share = floor_w  # what writing alone costs at best
-    print(f"\nfull build: {wall:.1f}s wall, peak {peak} MB, {len(sizes):,} files "
-          f"({sum(sizes) / 1e6:,.0f} MB)")  # fmt: skip
-    print(f"  file-system floor for those files: {floor_w:.1f}s "
-          f"({floor_w / len(sizes) * 1e6:.0f} us/file)")  # fmt: skip
-    print(f"  everything but the floor: {wall - write_share:.1f}s")
-
-    # -- incremental and no-op -----------------------------------------------------------
-    write_digests(work / "new", 10, 10, 99)
-    for f in sorted((work / "new").glob("*.txt")):
-        shutil.move(f, inbox / f"zz-new-{f.name}")
-    inc, inc_peak, _ = feeds_run(work)
-    noop, noop_peak, _ = feeds_run(work)
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], check=True)
-    python_s = time.perf_counter() - start
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import feeds.cli"], check=True)
-    import_s = time.perf_counter() - start
-    print(f"\nnew 10-paper digest: {inc * 1000:.0f} ms wall (peak {inc_peak} MB)")
-    print(f"no-op run:           {noop * 1000:.0f} ms wall (peak {noop_peak} MB)")
-    print(f"  baselines: `python -c pass` {python_s * 1000:.0f} ms, "
-          f"`import feeds.cli` {import_s * 1000:.0f} ms")  # fmt: skip
+    if "full" in phases:
+        full_phase(work, inbox)
     if not args.keep:
         shutil.rmtree(work)
 

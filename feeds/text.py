@@ -32,17 +32,44 @@ def has_cjk(text: str) -> bool:
     return _CJK.search(text) is not None
 
 
+# Full-width punctuation, which Chinese text is full of, paired with its NFKC form. Replacing
+# a character by its NFKC form never changes the NFKC form of the text around it, and text
+# without these characters is mostly NFKC already, which NFKC checks quickly.
+_NFKC_PUNCTUATION = tuple((c, unicodedata.normalize("NFKC", c)) for c in "，（）；：？！\u3000")
+
+
 def fold(text: str) -> str:
     """Return text in the form terms are compared in: NFKC, case-folded, accents kept."""
+    if text.isascii():  # NFKC keeps ASCII as it is; casefold is lower for ASCII
+        return text.lower()
+    for char, nfkc in _NFKC_PUNCTUATION:
+        text = text.replace(char, nfkc)
     return unicodedata.normalize("NFKC", text).casefold()
+
+
+class _NoMarks(dict[int, int | None]):
+    """A str.translate table that drops combining marks, filled as characters are met."""
+
+    def __missing__(self, code: int) -> int | None:
+        kept = None if unicodedata.combining(chr(code)) else code
+        self[code] = kept
+        return kept
+
+
+_NO_MARKS = _NoMarks()
+# Latin-1 and its extensions before the first combining mark (U+0300), kana without the two
+# combining sound marks, CJK ideographs: text of these alone has no combining mark.
+_MAYBE_MARKS = re.compile("[^\x00-\u02ff\u3040-\u3098\u309b-\u30ff\u4e00-\u9fff]")
 
 
 def strip_accents(text: str) -> str:
     """Return text without combining marks (Émile -> Emile)."""
+    if text.isascii():
+        return text
     decomposed = unicodedata.normalize("NFKD", text)
-    return unicodedata.normalize(
-        "NFC", "".join(c for c in decomposed if not unicodedata.combining(c))
-    )
+    if _MAYBE_MARKS.search(decomposed) is not None:
+        decomposed = decomposed.translate(_NO_MARKS)
+    return unicodedata.normalize("NFC", decomposed)
 
 
 def title_key(title: str) -> str:
