@@ -12,7 +12,6 @@ from __future__ import annotations
 import filecmp
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from typing import Any, Self
@@ -40,6 +39,10 @@ class _TimedFile:
     def write(self, data: bytes) -> int:
         return int(_timed(self.f.write)(data))
 
+    def writelines(self, pieces: Any) -> None:
+        for piece in pieces:
+            self.write(piece)
+
     def __enter__(self) -> Self:
         return self
 
@@ -48,11 +51,15 @@ class _TimedFile:
 
 
 def main() -> None:
-    real_fdopen = os.fdopen
-    os.fdopen = lambda *a, **k: _TimedFile(real_fdopen(*a, **k))  # type: ignore[assignment]
-    for module, name in ((tempfile, "mkstemp"), (os, "replace"), (os, "chmod"),
-                         (os, "sync"), (filecmp, "cmp")):  # fmt: skip
+    for module, name in ((os, "open"), (os, "write"), (os, "fchmod"), (os, "close"),
+                         (os, "replace"), (os, "sync"), (filecmp, "cmp")):  # fmt: skip
         setattr(module, name, _timed(getattr(module, name)))
+    # A streamed page is written through a file object on the descriptor: its writes count
+    # (the rendering between them does not).
+    from feeds.publish import write
+
+    real_open = open
+    write.open = lambda *a, **k: _TimedFile(real_open(*a, **k))  # type: ignore[attr-defined]
     from feeds.cli import cli
 
     try:
