@@ -67,20 +67,43 @@ def parse(content: bytes, source: str) -> ParsedDigest:
     Records that cannot be read are reported as diagnostics and skipped; a file that has no
     readable record at all is rejected with DigestRejected.
     """
+    return _parse_lines(_text(content, source), source)
+
+
+def _text(content: bytes, source: str) -> str:
+    """Return the decoded text of a digest, cleaned, with plain newlines."""
     # Whole-text operations (C speed) before the per-line loop: this is the hot path of a
     # large ingest. Forbidden characters go first, so \x0b or \x1c never split or pad lines.
     text = clean_xml(decode(content, source))
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _numbered(text: str, first: int = 1) -> list[tuple[int, str]]:
+    """Return the non-blank lines of text, stripped, with their numbers (from `first`)."""
+    return [(n, s) for n, line in enumerate(text.split("\n"), start=first) if (s := line.strip())]
+
+
+def _parse_lines(text: str, source: str) -> ParsedDigest:
+    """Parse a whole text one line at a time: the reference for every faster way."""
     diagnostics: list[Diagnostic] = []
-    numbered = [(n, s) for n, line in enumerate(text.split("\n"), start=1) if (s := line.strip())]
+    numbered = _numbered(text)
     venue: str | None = None
     if numbered and _looks_like_venue(numbered[0][1]):
         venue = numbered[0][1]
         numbered = numbered[1:]
     elif numbered:
         diagnostics.append(Diagnostic(source, numbered[0][0], "no venue line at the top"))
+    records = _read_records(numbered, source, diagnostics)
+    papers = _papers(records, venue, source, diagnostics)
+    return _result(venue, papers, diagnostics, source)
 
+
+def _read_records(
+    numbered: list[tuple[int, str]], source: str, diagnostics: list[Diagnostic]
+) -> list[_Record]:
+    """Group numbered lines into records; report lines that belong to none."""
     records: list[_Record] = []
     current: _Record | None = None
     last_line = 0
@@ -126,7 +149,13 @@ def parse(content: bytes, source: str) -> ParsedDigest:
         else:
             current.fields[name] = value
         current.stage = max(current.stage, _ORDER[name])
+    return records
 
+
+def _papers(
+    records: list[_Record], venue: str | None, source: str, diagnostics: list[Diagnostic]
+) -> list[tuple[int, Paper]]:
+    """Return the papers of the readable records; report the others."""
     papers: list[tuple[int, Paper]] = []
     for record in records:
         problem = _problem(record)
@@ -134,6 +163,15 @@ def parse(content: bytes, source: str) -> ParsedDigest:
             diagnostics.append(Diagnostic(source, record.line, problem + "; record skipped"))
             continue
         papers.append((record.line, _paper(record, venue)))
+    return papers
+
+
+def _result(
+    venue: str | None,
+    papers: list[tuple[int, Paper]],
+    diagnostics: list[Diagnostic],
+    source: str,
+) -> ParsedDigest:
     if not papers:
         reason = "no paper records found"
         if diagnostics:
