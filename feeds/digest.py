@@ -67,7 +67,18 @@ def parse(content: bytes, source: str) -> ParsedDigest:
     Records that cannot be read are reported as diagnostics and skipped; a file that has no
     readable record at all is rejected with DigestRejected.
     """
-    return _parse_lines(_text(content, source), source)
+    text = _text(content, source)
+    scan = _scan(text)
+    if scan is None:
+        return _parse_lines(text, source)
+    venue, papers, pos, line = scan
+    if pos == len(text) and papers:
+        return ParsedDigest(venue=venue, papers=tuple(papers))
+    # The line loop reads the rest, from the first record the fast path could not vouch for.
+    diagnostics: list[Diagnostic] = []
+    records = _read_records(_numbered(text[pos:], line), source, diagnostics)
+    papers += _papers(records, venue, source, diagnostics)
+    return _result(venue, papers, diagnostics, source)
 
 
 def _text(content: bytes, source: str) -> str:
@@ -181,6 +192,123 @@ def _result(
     return ParsedDigest(venue=venue, papers=tuple(papers), diagnostics=tuple(diagnostics))
 
 
+# --- the fast path: one regex match per record of the common shape ------------------------
+#
+# Nearly every record is written the same way: the English title, the Chinese title and the
+# authors, then `机构 * `, `AI总结 `, `Comments ` and `Journal ref ` lines (each optional, in
+# this order), every field a line of its own and blank lines between the fields. _scan()
+# reads such records with one match each, plus the few checks with which the line loop
+# could decide otherwise. At the first record it cannot vouch for, it steps back one record
+# (whose fields a stray line could still extend) and leaves the rest to the line loop. The
+# result is always the one _parse_lines() gives for the whole text.
+
+_TEXT = r"\S[^\n]*(?<=\S)"  # a line's text without the white space at either end
+# The end of a line, blank lines, and the white space that begins the next line.
+_NEXT = r"(?:[^\S\n]*\n\s*|\s*\Z)"
+_NEXT_AFTER_BLANK = r"(?:[^\S\n]*\n[^\S\n]*\n\s*|\s*\Z)"  # else it would continue the field
+# Lines that _classify() reads as fields (this also matches some it does not: those records
+# are left to the line loop). `\s*` may cross a line end; that only widens the match.
+_NOT_FIELD = (
+    r"(?!机构\s*[*＊:：]|AI\s*总结|Comments(?:[\s:：]|\Z)|(?i:Journal[ -]ref)(?:[\s:：]|\Z))"
+)
+# An authors line in a plain form that looks_like_authors() accepts and split_authors()
+# splits at ", " (tests/test_digest_fast.py checks both): names of one to six words, words
+# of ASCII or Latin letters without separators, `:?!` or a leading dash (so no ` - `); or a
+# single name of up to five capitalized words.
+_ASCII = r"\x22-\x2b\x2e-\x39\x3c-\x3e\x40-\x7e"  # printable, without space and !,-:;?
+_WORD = rf"[{_ASCII}\u00c0-\u024f][{_ASCII}\u00c0-\u024f-]*+"
+_NAME = rf"{_WORD}(?: {_WORD}){{0,5}}+"
+_CAPITALIZED = rf"[A-Z][{_ASCII}-]*+"
+_NAMES = rf"{_NAME}(?:, {_NAME})++|{_CAPITALIZED}(?: {_CAPITALIZED}){{0,4}}+"
+_VALUE = r"[^\s:：][^\n]*(?<=\S)"  # what follows the prefix, as _classify() reads it
+_HEAD = re.compile(rf"\s*(?P<venue>{_TEXT}){_NEXT}")
+_RECORD = re.compile(
+    rf"(?P<title>{_NOT_FIELD}(?=[^A-Za-z\n]*[A-Za-z]){_TEXT}){_NEXT}"
+    rf"(?P<title_zh>{_NOT_FIELD}{_TEXT}){_NEXT}"
+    rf"{_NOT_FIELD}(?:(?P<names>{_NAMES})(?=[^\S\n]*(?:\n|\Z))|(?P<authors>{_TEXT}))"
+    rf"{_NEXT}"
+    rf"(?:机构 \* (?P<institutions>{_TEXT}){_NEXT_AFTER_BLANK})?"
+    rf"(?:AI总结 (?P<summary>{_VALUE}){_NEXT_AFTER_BLANK})?"
+    rf"(?:Comments (?P<comments>{_VALUE}){_NEXT_AFTER_BLANK})?"
+    rf"(?:Journal ref (?P<journal_ref>{_VALUE}){_NEXT_AFTER_BLANK})?"
+)
+
+
+def _scan(text: str) -> tuple[str, list[tuple[int, Paper]], int, int] | None:
+    """Read the records of the common shape at the top of text, as the line loop would.
+
+    Return None if text does not begin with a venue line; else the venue, the papers read,
+    and the offset and number of the line where the rest begins (len(text) if none is left).
+    """
+    head = _HEAD.match(text)
+    if head is None or not _looks_like_venue(venue := head["venue"]):
+        return None
+    pos = head.end()
+    line = text.count("\n", 0, pos) + 1
+    papers: list[tuple[int, Paper]] = []
+    known: dict[str, Institution] = {}
+    back = (pos, line)  # where the last record read begins
+    after_comments = False  # the last record ends with Comments or Journal ref
+    match = _RECORD.match
+    while m := match(text, pos):
+        title, title_zh, names, authors, institutions, summary, comments, journal_ref = m.groups()
+        if (
+            len(title) > MAX_TITLE
+            or not has_cjk(title_zh)
+            # `Comments ...` before a Chinese line would be that record's English title
+            or (after_comments and not title.isascii() and has_cjk(title))
+        ):
+            break
+        if names is None or " and " in names or len(names) > 2000:
+            names = authors or names or ""
+            if not looks_like_authors(names):
+                break
+            author_names = split_authors(names)
+        else:
+            author_names = tuple(names.split(", "))
+        if not title.isprintable() or "  " in title:  # white space other than single spaces
+            title = " ".join(title.split())
+        paper = Paper(  # positional: this runs for every paper
+            paper_id(title),
+            title,
+            title_zh,
+            author_names,
+            _institutions(institutions, known) if institutions else (),
+            summary,
+            comments,
+            journal_ref,
+            venue,
+        )
+        papers.append((line, paper))
+        after_comments = comments is not None or journal_ref is not None
+        back = (pos, line)
+        end = m.end()
+        line += text.count("\n", pos, end)
+        pos = end
+    else:
+        if not text[pos:].strip():
+            return venue, papers, len(text), line
+    # Lines after the last record read may still belong to it: the line loop reads it again.
+    if papers:
+        papers.pop()
+    return venue, papers, *back
+
+
+def _institutions(text: str, known: dict[str, Institution]) -> tuple[Institution, ...]:
+    """split_institutions() of a value without white space at its end; `known` caches."""
+    if text.endswith("纠错"):
+        text = text[:-2].rstrip()
+    result: list[Institution] = []
+    for raw in text.split("；"):
+        entry = raw.strip()
+        if entry:
+            institution = known.get(entry)
+            if institution is None:
+                institution = known[entry] = _institution(entry)
+            result.append(institution)
+    return tuple(result)
+
+
 def _is_bare_zh(line: str) -> bool:
     return bool(line) and has_cjk(line) and _classify(line)[0] is None
 
@@ -256,11 +384,13 @@ def split_institutions(text: str) -> tuple[Institution, ...]:
     result: list[Institution] = []
     for raw in text.split("；"):
         entry = raw.strip()
-        if not entry:
-            continue
-        m = _PAREN_ZH.match(entry)
-        if m and "（" in entry and m.group("name"):
-            result.append(Institution(m.group("name"), m.group("zh").strip() or None))
-        else:
-            result.append(Institution(entry))
+        if entry:
+            result.append(_institution(entry))
     return tuple(result)
+
+
+def _institution(entry: str) -> Institution:
+    m = _PAREN_ZH.match(entry)
+    if m and "（" in entry and m.group("name"):
+        return Institution(m.group("name"), m.group("zh").strip() or None)
+    return Institution(entry)
