@@ -67,18 +67,54 @@ def parse(content: bytes, source: str) -> ParsedDigest:
     Records that cannot be read are reported as diagnostics and skipped; a file that has no
     readable record at all is rejected with DigestRejected.
     """
-    text = _text(content, source)
-    scan = _scan(text)
-    if scan is None:
-        return _parse_lines(text, source)
-    venue, papers, pos, line = scan
-    if pos == len(text) and papers:
-        return ParsedDigest(venue=venue, papers=tuple(papers))
-    # The line loop reads the rest, from the first record the fast path could not vouch for.
+    return _parse_text(_text(content, source), source)[0]
+
+
+def _parse_text(text: str, source: str) -> tuple[ParsedDigest, int]:
+    """Parse text: the fast path where it can vouch for records, the line loop elsewhere.
+
+    Return what _parse_lines() returns, and how many of the papers the fast path read.
+    """
+    head = _HEAD.match(text)
+    if head is None or not _looks_like_venue(venue := head["venue"]):
+        return _parse_lines(text, source), 0
+    end = len(text)
+    papers: list[tuple[int, Paper]] = []
     diagnostics: list[Diagnostic] = []
-    records = _read_records(_numbered(text[pos:], line), source, diagnostics)
-    papers += _papers(records, venue, source, diagnostics)
-    return _result(venue, papers, diagnostics, source)
+    known: dict[str, Institution] = {}  # institutions by entry, for the whole file
+    pos = head.end()
+    line = text.count("\n", 0, pos) + 1
+    read, pos, line, failed = _scan(text, pos, line, venue, False, known)
+    papers += read
+    fast = len(read)
+    while pos < end:
+        # The line loop reads from pos, the start of a record the fast path could not vouch
+        # for, up to a paragraph (a line after a blank line: it cannot continue a field) where
+        # the fast path reads records again and before which the line loop has read a record
+        # up to its authors (so the paragraph begins a new record for it too).
+        start, start_line = pos, line
+        at, at_line = failed, start_line + text.count("\n", start, failed)
+        while (paragraph := _PARAGRAPH.search(text, at)) and paragraph.end() < end:
+            at_line += text.count("\n", at, paragraph.end())
+            at = paragraph.end()
+            # after_comments=True: no Chinese title there, whatever the line before it is.
+            read, pos, line, failed = _scan(text, at, at_line, venue, True, known)
+            if not read:
+                continue
+            found: list[Diagnostic] = []
+            records = _read_records(_numbered(text[start:at], start_line), source, found)
+            if records and records[-1].stage < _ORDER["authors"]:
+                continue
+            diagnostics += found
+            papers += _papers(records, venue, source, diagnostics)
+            papers += read
+            fast += len(read)
+            break
+        else:
+            records = _read_records(_numbered(text[start:], start_line), source, diagnostics)
+            papers += _papers(records, venue, source, diagnostics)
+            break
+    return _result(venue, papers, diagnostics, source), fast
 
 
 def _text(content: bytes, source: str) -> str:
@@ -198,9 +234,10 @@ def _result(
 # authors, then `机构 * `, `AI总结 `, `Comments ` and `Journal ref ` lines (each optional, in
 # this order), every field a line of its own and blank lines between the fields. _scan()
 # reads such records with one match each, plus the few checks with which the line loop
-# could decide otherwise. At the first record it cannot vouch for, it steps back one record
-# (whose fields a stray line could still extend) and leaves the rest to the line loop. The
-# result is always the one _parse_lines() gives for the whole text.
+# could decide otherwise. At a record it cannot vouch for, it steps back one record (whose
+# fields a stray line could still extend); _parse_text() has the line loop read from there
+# to where the fast path can take over again. The result is always the one _parse_lines()
+# gives for the whole text: tests/test_digest_fast.py checks that.
 
 _TEXT = r"\S[^\n]*(?<=\S)"  # a line's text without the white space at either end
 # The end of a line, blank lines, and the white space that begins the next line.
@@ -222,6 +259,8 @@ _CAPITALIZED = rf"[A-Z][{_ASCII}-]*+"
 _NAMES = rf"{_NAME}(?:, {_NAME})++|{_CAPITALIZED}(?: {_CAPITALIZED}){{0,4}}+"
 _VALUE = r"[^\s:：][^\n]*(?<=\S)"  # what follows the prefix, as _classify() reads it
 _HEAD = re.compile(rf"\s*(?P<venue>{_TEXT}){_NEXT}")
+_PARAGRAPH = re.compile(r"\n[^\S\n]*\n\s*")  # a blank line, up to the next line's text
+_WHITE_TO_END = re.compile(r"\s*\Z")
 _RECORD = re.compile(
     rf"(?P<title>{_NOT_FIELD}(?=[^A-Za-z\n]*[A-Za-z]){_TEXT}){_NEXT}"
     rf"(?P<title_zh>{_NOT_FIELD}{_TEXT}){_NEXT}"
@@ -234,21 +273,22 @@ _RECORD = re.compile(
 )
 
 
-def _scan(text: str) -> tuple[str, list[tuple[int, Paper]], int, int] | None:
-    """Read the records of the common shape at the top of text, as the line loop would.
+def _scan(
+    text: str,
+    pos: int,
+    line: int,
+    venue: str,
+    after_comments: bool,
+    known: dict[str, Institution],
+) -> tuple[list[tuple[int, Paper]], int, int, int]:
+    """Read records of the common shape from pos (line `line`) on, as the line loop would.
 
-    Return None if text does not begin with a venue line; else the venue, the papers read,
-    and the offset and number of the line where the rest begins (len(text) if none is left).
+    `after_comments`: the line before pos may be a Comments or Journal ref line. Return the
+    papers read, the offset and number of the line where the line loop must take over, and
+    the offset of the record the fast path refused (both len(text) if nothing is left).
     """
-    head = _HEAD.match(text)
-    if head is None or not _looks_like_venue(venue := head["venue"]):
-        return None
-    pos = head.end()
-    line = text.count("\n", 0, pos) + 1
+    back, back_line = pos, line  # where the last record read begins
     papers: list[tuple[int, Paper]] = []
-    known: dict[str, Institution] = {}
-    back = (pos, line)  # where the last record read begins
-    after_comments = False  # the last record ends with Comments or Journal ref
     match = _RECORD.match
     while m := match(text, pos):
         title, title_zh, names, authors, institutions, summary, comments, journal_ref = m.groups()
@@ -281,17 +321,17 @@ def _scan(text: str) -> tuple[str, list[tuple[int, Paper]], int, int] | None:
         )
         papers.append((line, paper))
         after_comments = comments is not None or journal_ref is not None
-        back = (pos, line)
+        back, back_line = pos, line
         end = m.end()
         line += text.count("\n", pos, end)
         pos = end
     else:
-        if not text[pos:].strip():
-            return venue, papers, len(text), line
+        if _WHITE_TO_END.match(text, pos):
+            return papers, len(text), line, len(text)
     # Lines after the last record read may still belong to it: the line loop reads it again.
     if papers:
         papers.pop()
-    return venue, papers, *back
+    return papers, back, back_line, pos
 
 
 def _institutions(text: str, known: dict[str, Institution]) -> tuple[Institution, ...]:
