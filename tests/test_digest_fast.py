@@ -117,20 +117,13 @@ def test_white_space_lines_and_padding_take_the_fast_path() -> None:
 # --- a record the fast path cannot vouch for: the line loop reads it and the fast path goes on -
 
 
-def _synthetic_records(n: int, seed: int = 3) -> list[str]:
-    text = generate_digest(random.Random(seed), 0, n, "ICML")
-    venue, _, body = text.partition("\n\n")
-    assert venue == "ICML"
-    # Records begin at a title: the line after a blank line that is neither a field nor a
-    # Chinese title nor an authors line. The generator's records end with `AI总结` or later.
-    parts = re.split(r"\n\n(?=(?!机构|AI总结|Comments|Journal ref)[^\n]*\n\n[^\n]*\n\n)", body)
-    records: list[str] = []
-    for part in parts:
-        if records and not re.search(r"(?m)^AI总结", records[-1]):
-            records[-1] += "\n\n" + part
-        else:
-            records.append(part)
-    assert len(records) == n
+def _synthetic_records(n: int) -> list[str]:
+    """Return n synthetic records, each without the blank lines after it."""
+    records = []
+    for i in range(n):
+        venue, _, record = generate_digest(random.Random(i), i, 1, "ICML").partition("\n\n")
+        assert venue == "ICML"
+        records.append(record.rstrip("\n"))
     return records
 
 
@@ -269,6 +262,27 @@ def test_plain_authors_lines_are_authors_split_at_commas(words: list[str], seps:
     if line and names.fullmatch(line) and " and " not in line:
         assert looks_like_authors(line)
         assert split_authors(line) == tuple(line.split(", "))
+
+
+@pytest.mark.parametrize(
+    ("line", "plain"),
+    [
+        ("Anxin Guo, Jingwei Li", True),
+        ("Bryan Kian Hsiang Low, Daniela Rus", True),
+        ("Guðrún Fjóla Guðmundsdóttir, Jian Lang", True),
+        ("Jean-Luc Picard, O'Neil J.", True),
+        ("Seunghan Lee", True),
+        ("seunghan lee", False),  # one name: looks_like_authors() wants capitals
+        ("Vincent van Gogh", False),  # ... or a particle: left to looks_like_authors()
+        ("A B C D E F G, H I", False),  # seven words
+        ("Ann - Lee, Bob", False),  # ` - ` as in a title
+        ("Ann Lee; Bob Ray", False),
+        ("张三, 李四", False),
+    ],
+)
+def test_plain_authors_lines(line: str, plain: bool) -> None:
+    assert bool(re.compile(digest._NAMES).fullmatch(line)) is plain
+    assert_same(f"ICML\n\nA Title\n\n一个标题\n\n{line}\n\nAI总结 摘要\n".encode())
 
 
 @settings(max_examples=300, deadline=None)
