@@ -89,9 +89,9 @@ def _parse_text(text: str, source: str) -> tuple[ParsedDigest, int]:
     fast = len(read)
     while pos < end:
         # The line loop reads from pos, the start of a record the fast path could not vouch
-        # for, up to a paragraph (a line after a blank line: it cannot continue a field) where
-        # the fast path reads records again and before which the line loop has read a record
-        # up to its authors (so the paragraph begins a new record for it too).
+        # for, to the end of a record after which the fast path can read on. That is a record
+        # the fast path reads, that begins a paragraph (a line after a blank line, so it does
+        # not continue a field) and that _settles(); the line loop reads it too.
         start, start_line = pos, line
         at, at_line = failed, start_line + text.count("\n", start, failed)
         while (paragraph := _PARAGRAPH.search(text, at)) and paragraph.end() < end:
@@ -99,16 +99,16 @@ def _parse_text(text: str, source: str) -> tuple[ParsedDigest, int]:
             at = paragraph.end()
             # after_comments=True: no Chinese title there, whatever the line before it is.
             read, pos, line, failed = _scan(text, at, at_line, venue, True, known)
-            if not read:
+            settling = _settling(text, at, len(read))
+            if settling is None:
+                if read:  # none of these records settles, so none after a paragraph in them
+                    at, at_line = pos, line
                 continue
-            found: list[Diagnostic] = []
-            records = _read_records(_numbered(text[start:at], start_line), source, found)
-            if records and records[-1].stage < _ORDER["authors"]:
-                continue
-            diagnostics += found
+            slow, settled = settling
+            records = _read_records(_numbered(text[start:settled], start_line), source, diagnostics)
             papers += _papers(records, venue, source, diagnostics)
-            papers += read
-            fast += len(read)
+            papers += read[slow:]
+            fast += len(read) - slow
             break
         else:
             records = _read_records(_numbered(text[start:], start_line), source, diagnostics)
@@ -332,6 +332,33 @@ def _scan(
     if papers:
         papers.pop()
     return papers, back, back_line, pos
+
+
+def _settling(text: str, pos: int, count: int) -> tuple[int, int] | None:
+    """Of `count` records the fast path read from pos, return how many there are up to the
+    first that _settles(), and where it ends; None if none does."""
+    for n in range(1, count + 1):
+        m = _RECORD.match(text, pos)
+        assert m is not None  # the fast path read it
+        pos = m.end()
+        if _settles(m):
+            return n, pos
+    return None
+
+
+def _settles(m: re.Match[str]) -> bool:
+    """Whether, whatever it read before, the line loop ends a record with this record's last
+    line, at its authors or a field. (After a record cut short it may read the English title
+    as authors, the Chinese title as a title, Chinese authors as a Chinese title, and a
+    Chinese English title as a Chinese title: a field line after that settles it.)"""
+    return not has_cjk(m["title"]) and (
+        m["institutions"] is not None
+        or m["summary"] is not None
+        or m["comments"] is not None
+        or m["journal_ref"] is not None
+        or m["names"] is not None  # no CJK in those
+        or not has_cjk(m["authors"])
+    )
 
 
 def _institutions(text: str, known: dict[str, Institution]) -> tuple[Institution, ...]:

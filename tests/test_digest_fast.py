@@ -14,6 +14,7 @@ import random
 import re
 import sys
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -119,17 +120,22 @@ def test_white_space_lines_and_padding_take_the_fast_path() -> None:
 
 def _synthetic_records(n: int) -> list[str]:
     """Return n synthetic records, each without the blank lines after it."""
+    return list(_records(n))
+
+
+@cache
+def _records(n: int) -> tuple[str, ...]:
     records = []
     for i in range(n):
         venue, _, record = generate_digest(random.Random(i), i, 1, "ICML").partition("\n\n")
         assert venue == "ICML"
         records.append(record.rstrip("\n"))
-    return records
+    return tuple(records)
 
 
-# Text put between two records, and how many records before and after it the line loop
-# reads with it: the one before when a stray line may belong to it; the one after when the
-# text ends in a record cut short, which could take that one's title as its authors.
+# Text put between two records, and whether the line loop reads the record before it with it
+# (when a stray line may belong to it). It also reads the first record after the text: the
+# fast path takes over again after that one.
 BREAKS = [
     # a stray field line after a complete record: it belongs to that record
     ("Comments one more comment", 1),
@@ -137,7 +143,7 @@ BREAKS = [
     ("机构 * Another University（另一所大学） 纠错", 1),
     ("journal ref: Some Journal 2026", 1),
     # a record cut short: no authors, no summary
-    ("A Paper Cut Short: Really\n\n被截断的论文", 2),
+    ("A Paper Cut Short: Really\n\n被截断的论文", 1),
     # a title without a Latin letter
     ("没有英文的标题\n\n中文标题\n\nAnn Lee\n\nAI总结 摘要。", 1),
     # `Comments ...` followed by a Chinese line: a paper's English title
@@ -158,26 +164,29 @@ BREAKS = [
 
 
 @pytest.mark.parametrize("where", [0, 1, 2, 10, 19])
-@pytest.mark.parametrize(("stray", "slow"), BREAKS)
+@pytest.mark.parametrize(("stray", "before"), BREAKS)
 def test_the_line_loop_reads_what_the_fast_path_refuses_and_no_more(
-    stray: str, slow: int, where: int
+    stray: str, before: int, where: int
 ) -> None:
     records = _synthetic_records(20)
     records.insert(where + 1, stray)
     text = "ICML\n\n" + "\n\n".join(records) + "\n"
     assert_same(text.encode())
-    assert fast_count(text) == 20 - min(slow, 20 - where)
+    after = 1 if where < 19 else 0
+    assert fast_count(text) == 20 - before - after
 
 
 def test_many_refused_records_in_a_file() -> None:
     records = _synthetic_records(60)
-    for where, (stray, _) in zip(range(58, 0, -5), BREAKS * 2, strict=False):
+    strays = list(zip(range(58, 0, -5), BREAKS * 2, strict=False))
+    for where, (stray, _) in strays:
         records.insert(where, stray)
     text = "ICML\n\n" + "\n\n".join(records)
     result = assert_same(text.encode())
     assert isinstance(result, ParsedDigest)
     assert result.diagnostics
-    assert 40 < fast_count(text) < 60
+    # Between the strays, the line loop reads only the records next to them.
+    assert fast_count(text) == 60 - sum(before for _, (_, before) in strays) - len(strays)
 
 
 def test_records_after_a_refused_one_are_still_all_found() -> None:
@@ -188,7 +197,51 @@ def test_records_after_a_refused_one_are_still_all_found() -> None:
     assert isinstance(result, ParsedDigest)
     assert len(result.papers) == 12
     assert [d.line for d in result.diagnostics] == [result.papers[6][0] - 4]
-    assert fast_count(text) == 10
+    assert fast_count(text) == 10  # the one before it and the one after it are not
+
+
+@pytest.mark.parametrize("cut_after_chain", [False, True])
+def test_records_that_may_not_end_a_record_for_the_line_loop(cut_after_chain: bool) -> None:
+    # After a record cut short, the line loop may read a title as authors, the Chinese title
+    # as a title and Chinese authors as its Chinese title: records without field lines and
+    # with Chinese authors do not tell where the fast path can take over again.
+    cut = "A Paper Cut Short: Really\n\n被截断的论文"
+    chain = [f"Chained Paper {i}: Results\n\n链式论文{i}\n\n张三，李四" for i in range(3)]
+    records = _synthetic_records(10)
+    middle = [cut, *chain, cut] if cut_after_chain else [cut, *chain]
+    text = "ICML\n\n" + "\n\n".join(records[:5] + middle + records[5:])
+    result = assert_same(text.encode())
+    assert isinstance(result, ParsedDigest)
+    assert fast_count(text) == 8  # not the one before the first cut, nor the one after all
+
+
+# Records and pieces that make the line loop read what follows them in other ways.
+TRICKY = [
+    "A Paper Cut Short: Really\n\n被截断的论文",
+    "Only a Title Here: Yes",
+    "Chained Paper: Results\n\n链式论文\n\n张三，李四",
+    "LLM 智能体: A Study\n\n智能体研究\n\nAnn Lee, Bob Ray",
+    "LLM 智能体: A Study\n\n智能体研究\n\n张三，李四",
+    "Deep Learning\n\n深度学习\n\nAnn Lee",
+    "Ann Lee\n\n中文标题\n\nBob Ray, Carl Zed\n\nAI总结 摘要",
+    "中文标题\n\n另一个中文标题\n\nAnn Lee",
+    "智能体\n\nBo Li",
+    "Comments A stray comment",
+    "AI总结 一个孤立的总结",
+    "Comments on Everything\n\n关于一切的评论\n\nAnn Lee",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.one_of(st.sampled_from(TRICKY), st.integers(0, 7)), min_size=1, max_size=14).filter(
+        lambda parts: any(isinstance(p, int) for p in parts)
+    )
+)
+def test_records_of_tricky_shapes_between_plain_ones(parts: list[str | int]) -> None:
+    plain = _synthetic_records(8)
+    text = "\n\n".join(["ICML"] + [plain[p] if isinstance(p, int) else p for p in parts])
+    assert_same(text.encode())
 
 
 # --- the pieces of the fast path agree with the functions they stand for ---------------------
