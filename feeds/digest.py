@@ -67,20 +67,90 @@ def parse(content: bytes, source: str) -> ParsedDigest:
     Records that cannot be read are reported as diagnostics and skipped; a file that has no
     readable record at all is rejected with DigestRejected.
     """
+    return _parse_text(_text(content, source), source)[0]
+
+
+def _parse_text(text: str, source: str) -> tuple[ParsedDigest, int]:
+    """Parse text: the fast path where it can vouch for records, the line loop elsewhere.
+
+    Return what _parse_lines() returns, and how many of the papers the fast path read.
+    """
+    head = _HEAD.match(text)
+    if head is None or not _looks_like_venue(venue := head["venue"]):
+        return _parse_lines(text, source), 0
+    end = len(text)
+    papers: list[tuple[int, Paper]] = []
+    diagnostics: list[Diagnostic] = []
+    known: dict[str, Institution] = {}  # institutions by entry, for the whole file
+    pos = head.end()
+    line = text.count("\n", 0, pos) + 1
+    read, pos, line, failed = _scan(text, pos, line, venue, False, known)
+    papers += read
+    fast = len(read)
+    while pos < end:
+        # The line loop reads from pos, the start of a record the fast path could not vouch
+        # for, to the end of a record after which the fast path can read on. That is a record
+        # the fast path reads, that begins a paragraph (a line after a blank line, so it does
+        # not continue a field) and that _settles(); the line loop reads it too.
+        start, start_line = pos, line
+        at, at_line = failed, start_line + text.count("\n", start, failed)
+        while (paragraph := _PARAGRAPH.search(text, at)) and paragraph.end() < end:
+            at_line += text.count("\n", at, paragraph.end())
+            at = paragraph.end()
+            # after_comments=True: no Chinese title there, whatever the line before it is.
+            read, pos, line, failed = _scan(text, at, at_line, venue, True, known)
+            settling = _settling(text, at, len(read))
+            if settling is None:
+                if read:  # none of these records settles, so none after a paragraph in them
+                    at, at_line = pos, line
+                continue
+            slow, settled = settling
+            records = _read_records(_numbered(text[start:settled], start_line), source, diagnostics)
+            papers += _papers(records, venue, source, diagnostics)
+            papers += read[slow:]
+            fast += len(read) - slow
+            break
+        else:
+            records = _read_records(_numbered(text[start:], start_line), source, diagnostics)
+            papers += _papers(records, venue, source, diagnostics)
+            break
+    return _result(venue, papers, diagnostics, source), fast
+
+
+def _text(content: bytes, source: str) -> str:
+    """Return the decoded text of a digest, cleaned, with plain newlines."""
     # Whole-text operations (C speed) before the per-line loop: this is the hot path of a
     # large ingest. Forbidden characters go first, so \x0b or \x1c never split or pad lines.
     text = clean_xml(decode(content, source))
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _numbered(text: str, first: int = 1) -> list[tuple[int, str]]:
+    """Return the non-blank lines of text, stripped, with their numbers (from `first`)."""
+    return [(n, s) for n, line in enumerate(text.split("\n"), start=first) if (s := line.strip())]
+
+
+def _parse_lines(text: str, source: str) -> ParsedDigest:
+    """Parse a whole text one line at a time: the reference for every faster way."""
     diagnostics: list[Diagnostic] = []
-    numbered = [(n, s) for n, line in enumerate(text.split("\n"), start=1) if (s := line.strip())]
+    numbered = _numbered(text)
     venue: str | None = None
     if numbered and _looks_like_venue(numbered[0][1]):
         venue = numbered[0][1]
         numbered = numbered[1:]
     elif numbered:
         diagnostics.append(Diagnostic(source, numbered[0][0], "no venue line at the top"))
+    records = _read_records(numbered, source, diagnostics)
+    papers = _papers(records, venue, source, diagnostics)
+    return _result(venue, papers, diagnostics, source)
 
+
+def _read_records(
+    numbered: list[tuple[int, str]], source: str, diagnostics: list[Diagnostic]
+) -> list[_Record]:
+    """Group numbered lines into records; report lines that belong to none."""
     records: list[_Record] = []
     current: _Record | None = None
     last_line = 0
@@ -126,7 +196,13 @@ def parse(content: bytes, source: str) -> ParsedDigest:
         else:
             current.fields[name] = value
         current.stage = max(current.stage, _ORDER[name])
+    return records
 
+
+def _papers(
+    records: list[_Record], venue: str | None, source: str, diagnostics: list[Diagnostic]
+) -> list[tuple[int, Paper]]:
+    """Return the papers of the readable records; report the others."""
     papers: list[tuple[int, Paper]] = []
     for record in records:
         problem = _problem(record)
@@ -134,6 +210,15 @@ def parse(content: bytes, source: str) -> ParsedDigest:
             diagnostics.append(Diagnostic(source, record.line, problem + "; record skipped"))
             continue
         papers.append((record.line, _paper(record, venue)))
+    return papers
+
+
+def _result(
+    venue: str | None,
+    papers: list[tuple[int, Paper]],
+    diagnostics: list[Diagnostic],
+    source: str,
+) -> ParsedDigest:
     if not papers:
         reason = "no paper records found"
         if diagnostics:
@@ -141,6 +226,154 @@ def parse(content: bytes, source: str) -> ParsedDigest:
             reason += f"{diagnostics[0].message})"
         raise DigestRejected(reason, file=source)
     return ParsedDigest(venue=venue, papers=tuple(papers), diagnostics=tuple(diagnostics))
+
+
+# --- the fast path: one regex match per record of the common shape ------------------------
+#
+# Nearly every record is written the same way: the English title, the Chinese title and the
+# authors, then `机构 * `, `AI总结 `, `Comments ` and `Journal ref ` lines (each optional, in
+# this order), every field a line of its own and blank lines between the fields. _scan()
+# reads such records with one match each, plus the few checks with which the line loop
+# could decide otherwise. At a record it cannot vouch for, it steps back one record (whose
+# fields a stray line could still extend); _parse_text() has the line loop read from there
+# to where the fast path can take over again. The result is always the one _parse_lines()
+# gives for the whole text: tests/test_digest_fast.py checks that.
+
+_TEXT = r"\S[^\n]*(?<=\S)"  # a line's text without the white space at either end
+# The end of a line, blank lines, and the white space that begins the next line.
+_NEXT = r"(?:[^\S\n]*\n\s*|\s*\Z)"
+_NEXT_AFTER_BLANK = r"(?:[^\S\n]*\n[^\S\n]*\n\s*|\s*\Z)"  # else it would continue the field
+# Lines that _classify() reads as fields (this also matches some it does not: those records
+# are left to the line loop). `\s*` may cross a line end; that only widens the match.
+_NOT_FIELD = (
+    r"(?!机构\s*[*＊:：]|AI\s*总结|Comments(?:[\s:：]|\Z)|(?i:Journal[ -]ref)(?:[\s:：]|\Z))"
+)
+# An authors line in a plain form that looks_like_authors() accepts and split_authors()
+# splits at ", " (tests/test_digest_fast.py checks both): names of one to six words, words
+# of ASCII or Latin letters without separators, `:?!` or a leading dash (so no ` - `); or a
+# single name of up to five capitalized words.
+_ASCII = r"\x22-\x2b\x2e-\x39\x3c-\x3e\x40-\x7e"  # printable, without space and !,-:;?
+_WORD = rf"[{_ASCII}\u00c0-\u024f][{_ASCII}\u00c0-\u024f-]*+"
+_NAME = rf"{_WORD}(?: {_WORD}){{0,5}}+"
+_CAPITALIZED = rf"[A-Z][{_ASCII}-]*+"
+_NAMES = rf"{_NAME}(?:, {_NAME})++|{_CAPITALIZED}(?: {_CAPITALIZED}){{0,4}}+"
+_VALUE = r"[^\s:：][^\n]*(?<=\S)"  # what follows the prefix, as _classify() reads it
+_HEAD = re.compile(rf"\s*(?P<venue>{_TEXT}){_NEXT}")
+_PARAGRAPH = re.compile(r"\n[^\S\n]*\n\s*")  # a blank line, up to the next line's text
+_WHITE_TO_END = re.compile(r"\s*\Z")
+_RECORD = re.compile(
+    rf"(?P<title>{_NOT_FIELD}(?=[^A-Za-z\n]*[A-Za-z]){_TEXT}){_NEXT}"
+    rf"(?P<title_zh>{_NOT_FIELD}{_TEXT}){_NEXT}"
+    rf"{_NOT_FIELD}(?:(?P<names>{_NAMES})(?=[^\S\n]*(?:\n|\Z))|(?P<authors>{_TEXT}))"
+    rf"{_NEXT}"
+    rf"(?:机构 \* (?P<institutions>{_TEXT}){_NEXT_AFTER_BLANK})?"
+    rf"(?:AI总结 (?P<summary>{_VALUE}){_NEXT_AFTER_BLANK})?"
+    rf"(?:Comments (?P<comments>{_VALUE}){_NEXT_AFTER_BLANK})?"
+    rf"(?:Journal ref (?P<journal_ref>{_VALUE}){_NEXT_AFTER_BLANK})?"
+)
+
+
+def _scan(
+    text: str,
+    pos: int,
+    line: int,
+    venue: str,
+    after_comments: bool,
+    known: dict[str, Institution],
+) -> tuple[list[tuple[int, Paper]], int, int, int]:
+    """Read records of the common shape from pos (line `line`) on, as the line loop would.
+
+    `after_comments`: the line before pos may be a Comments or Journal ref line. Return the
+    papers read, the offset and number of the line where the line loop must take over, and
+    the offset of the record the fast path refused (both len(text) if nothing is left).
+    """
+    back, back_line = pos, line  # where the last record read begins
+    papers: list[tuple[int, Paper]] = []
+    match = _RECORD.match
+    while m := match(text, pos):
+        title, title_zh, names, authors, institutions, summary, comments, journal_ref = m.groups()
+        if (
+            len(title) > MAX_TITLE
+            or not has_cjk(title_zh)
+            # `Comments ...` before a Chinese line would be that record's English title
+            or (after_comments and not title.isascii() and has_cjk(title))
+        ):
+            break
+        if names is None or " and " in names or len(names) > 2000:
+            names = authors or names or ""
+            if not looks_like_authors(names):
+                break
+            author_names = split_authors(names)
+        else:
+            author_names = tuple(names.split(", "))
+        if not title.isprintable() or "  " in title:  # white space other than single spaces
+            title = " ".join(title.split())
+        paper = Paper(  # positional: this runs for every paper
+            paper_id(title),
+            title,
+            title_zh,
+            author_names,
+            _institutions(institutions, known) if institutions else (),
+            summary,
+            comments,
+            journal_ref,
+            venue,
+        )
+        papers.append((line, paper))
+        after_comments = comments is not None or journal_ref is not None
+        back, back_line = pos, line
+        end = m.end()
+        line += text.count("\n", pos, end)
+        pos = end
+    else:
+        if _WHITE_TO_END.match(text, pos):
+            return papers, len(text), line, len(text)
+    # Lines after the last record read may still belong to it: the line loop reads it again.
+    if papers:
+        papers.pop()
+    return papers, back, back_line, pos
+
+
+def _settling(text: str, pos: int, count: int) -> tuple[int, int] | None:
+    """Of `count` records the fast path read from pos, return how many there are up to the
+    first that _settles(), and where it ends; None if none does."""
+    for n in range(1, count + 1):
+        m = _RECORD.match(text, pos)
+        assert m is not None  # the fast path read it
+        pos = m.end()
+        if _settles(m):
+            return n, pos
+    return None
+
+
+def _settles(m: re.Match[str]) -> bool:
+    """Whether, whatever it read before, the line loop ends a record with this record's last
+    line, at its authors or a field. (After a record cut short it may read the English title
+    as authors, the Chinese title as a title, Chinese authors as a Chinese title, and a
+    Chinese English title as a Chinese title: a field line after that settles it.)"""
+    return not has_cjk(m["title"]) and (
+        m["institutions"] is not None
+        or m["summary"] is not None
+        or m["comments"] is not None
+        or m["journal_ref"] is not None
+        or m["names"] is not None  # no CJK in those
+        or not has_cjk(m["authors"])
+    )
+
+
+def _institutions(text: str, known: dict[str, Institution]) -> tuple[Institution, ...]:
+    """split_institutions() of a value without white space at its end; `known` caches."""
+    if text.endswith("纠错"):
+        text = text[:-2].rstrip()
+    result: list[Institution] = []
+    for raw in text.split("；"):
+        entry = raw.strip()
+        if entry:
+            institution = known.get(entry)
+            if institution is None:
+                institution = known[entry] = _institution(entry)
+            result.append(institution)
+    return tuple(result)
 
 
 def _is_bare_zh(line: str) -> bool:
@@ -218,11 +451,13 @@ def split_institutions(text: str) -> tuple[Institution, ...]:
     result: list[Institution] = []
     for raw in text.split("；"):
         entry = raw.strip()
-        if not entry:
-            continue
-        m = _PAREN_ZH.match(entry)
-        if m and "（" in entry and m.group("name"):
-            result.append(Institution(m.group("name"), m.group("zh").strip() or None))
-        else:
-            result.append(Institution(entry))
+        if entry:
+            result.append(_institution(entry))
     return tuple(result)
+
+
+def _institution(entry: str) -> Institution:
+    m = _PAREN_ZH.match(entry)
+    if m and "（" in entry and m.group("name"):
+        return Institution(m.group("name"), m.group("zh").strip() or None)
+    return Institution(entry)
