@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.generate import write_digests, write_topics  # noqa: E402
-from feeds.config import load_subscriptions  # noqa: E402
+from feeds.config import Criteria, load_subscriptions  # noqa: E402
 from feeds.digest import parse  # noqa: E402
-from feeds.match import Criteria, Matcher, TopicMatcher, match_papers, normalize  # noqa: E402
+from feeds.match import Matcher, TopicMatcher, match_papers, normalize  # noqa: E402
 from feeds.model import Paper  # noqa: E402
 
 PHASES = ("parse", "match", "full")

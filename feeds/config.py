@@ -10,15 +10,33 @@ import pickle
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from feeds import __version__
 
-if TYPE_CHECKING:
-    from feeds.match import Criteria
-
 # Bump when the pickled objects change shape in a way the code stamp below would not see.
 CACHE_FORMAT = 1
+
+
+FIELDS = ("title", "summary", "authors", "institutions", "comments", "venue")
+DEFAULT_FIELDS = ("title", "summary")
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """A topic's matching rules, as validated config gives them."""
+
+    any: tuple[str, ...] = ()
+    all: tuple[tuple[str, ...], ...] = ()
+    none: tuple[str, ...] = ()
+    fields: tuple[str, ...] = DEFAULT_FIELDS
+    authors: tuple[str, ...] = ()
+    institutions: tuple[str, ...] = ()
+    venues: tuple[str, ...] = ()
+
+    @property
+    def positive(self) -> bool:
+        return bool(self.any or self.all or self.authors or self.institutions or self.venues)
 
 
 @dataclass(frozen=True)

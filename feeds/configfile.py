@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from feeds.config import LinkSettings, Settings, Topic
+from feeds.config import DEFAULT_FIELDS, FIELDS, Criteria, LinkSettings, Settings, Topic
 from feeds.errors import ConfigError
-from feeds.match import DEFAULT_FIELDS, FIELDS, Criteria, check_term
+from feeds.match import check_term
 from feeds.text import clean_xml
 from feeds.yamlload import compose, line_of, scalar
 

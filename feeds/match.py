@@ -17,6 +17,7 @@ from functools import cached_property
 from operator import itemgetter
 from typing import Any
 
+from feeds.config import FIELDS, Criteria  # kept with the config, which loads without us
 from feeds.model import Hit, Paper
 from feeds.text import fold, has_cjk, strip_accents
 
@@ -38,10 +39,6 @@ def collapse_separators(text: str) -> str:
     while "  " in text:
         text = text.replace("  ", " ")
     return text
-
-
-FIELDS = ("title", "summary", "authors", "institutions", "comments", "venue")
-DEFAULT_FIELDS = ("title", "summary")
 
 
 @dataclass(frozen=True)
@@ -117,23 +114,6 @@ def compile_term(text: str) -> Term:
 def person_key(name: str) -> str:
     """Return a name in the form authors compare in: no accents, no case, single spaces."""
     return " ".join(strip_accents(fold(name)).replace("-", " ").split())
-
-
-@dataclass(frozen=True)
-class Criteria:
-    """A topic's matching rules, as validated config gives them."""
-
-    any: tuple[str, ...] = ()
-    all: tuple[tuple[str, ...], ...] = ()
-    none: tuple[str, ...] = ()
-    fields: tuple[str, ...] = DEFAULT_FIELDS
-    authors: tuple[str, ...] = ()
-    institutions: tuple[str, ...] = ()
-    venues: tuple[str, ...] = ()
-
-    @property
-    def positive(self) -> bool:
-        return bool(self.any or self.all or self.authors or self.institutions or self.venues)
 
 
 def _institutions(p: Paper) -> str:

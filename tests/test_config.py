@@ -22,9 +22,16 @@ from typing import Any
 
 import pytest
 
-from feeds.config import Config, Settings, load, load_settings, load_subscriptions
+from feeds.config import (
+    DEFAULT_FIELDS,
+    Config,
+    Criteria,
+    Settings,
+    load,
+    load_settings,
+    load_subscriptions,
+)
 from feeds.errors import ConfigError
-from feeds.match import DEFAULT_FIELDS, Criteria
 
 ROOT = Path(__file__).resolve().parent.parent
 

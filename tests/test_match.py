@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from feeds.config import Criteria
 from feeds.digest import parse
-from feeds.match import Criteria, TopicMatcher, compile_term, normalize
+from feeds.match import TopicMatcher, compile_term, normalize
 from feeds.model import Hit, Institution, Paper
 from feeds.text import paper_id
 

@@ -11,8 +11,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from feeds.config import FIELDS, Criteria
 from feeds.digest import parse
-from feeds.match import FIELDS, Criteria, Matcher, TopicMatcher, match_papers
+from feeds.match import Matcher, TopicMatcher, match_papers
 from feeds.model import Institution, Paper
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
