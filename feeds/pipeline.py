@@ -245,8 +245,6 @@ def _match(
     Topics that are new or edited are matched against the whole history; the others only
     against the papers that are new or changed since the last match.
     """
-    from feeds.match import Matcher
-
     known = store.topic_fingerprints()
     wanted = {t.id for t in config.topics}
     prints = {t.id: t.fingerprint for t in config.topics}
@@ -261,6 +259,8 @@ def _match(
         for topics, unmatched_only in groups:
             if not topics:
                 continue
+            from feeds.match import Matcher  # only when there is something to match
+
             matcher = Matcher([(t.id, t.criteria) for t in topics])
             ids = {t.id for t in topics}
             # Members before, to remove those that no longer match (an edited topic, or a
