@@ -52,8 +52,11 @@ def decode(content: bytes, source: str) -> str:
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as e:
+        # The codec counts from after a byte-order mark; the message counts from the file's
+        # first byte, as a hex editor would.
+        at = e.start + (3 if content.startswith(b"\xef\xbb\xbf") else 0)
         raise DigestRejected(
-            f"not UTF-8 text (byte 0x{content[e.start]:02x} at offset {e.start})", file=source
+            f"not UTF-8 text (byte 0x{content[at]:02x} at offset {at})", file=source
         ) from e
     head = text.lstrip()[:1024].lower()
     if head.startswith(("<!doctype", "<html", "<?xml")) or "<html" in head:

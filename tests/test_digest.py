@@ -383,3 +383,12 @@ _LINE = st.one_of(
 def test_parse_digest_shaped_text(lines: list[str], eol: str, bom: bool) -> None:
     content = eol.join(lines).encode("utf-8")
     _check_result_or_rejection((b"\xef\xbb\xbf" if bom else b"") + content)
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_a_non_utf8_byte_is_reported_where_it_is_in_the_file(bom: bytes) -> None:
+    content = bom + b"ICML\n\nCaf\xe9 Models\n\nA B\n"
+    with pytest.raises(DigestRejected) as e:
+        parse(content, "x.txt")
+    at = content.index(b"\xe9")
+    assert e.value.message == f"not UTF-8 text (byte 0xe9 at offset {at})"
