@@ -72,9 +72,16 @@ def strip_accents(text: str) -> str:
     return unicodedata.normalize("NFC", decomposed)
 
 
+# For ASCII text, what [\W_] matches: everything but letters and digits.
+_ASCII_NOT_WORD = str.maketrans({c: " " for c in map(chr, range(128)) if not c.isalnum()})
+
+
 def title_key(title: str) -> str:
     """Return the identity of a paper: its English title folded, punctuation collapsed."""
-    return " ".join(_NOT_WORD.sub(" ", fold(title)).split())
+    folded = fold(title)
+    if folded.isascii():  # most titles: a translate table beats the expression
+        return " ".join(folded.translate(_ASCII_NOT_WORD).split())
+    return " ".join(_NOT_WORD.sub(" ", folded).split())
 
 
 def paper_uuid(title: str) -> uuid.UUID:

@@ -51,13 +51,20 @@ def test_fold_is_nfkc_then_casefold(text: str) -> None:
 
 
 @settings(max_examples=2000, deadline=None)
-@given(texts)
+@given(st.one_of(texts, st.text(alphabet=st.characters(max_codepoint=127))))
 @example("A $k$-Means Interpretation of Chain-of-Thought")
+@example("snake_case: a__b -- c\t\x7f\x00!")
 @example("ＤｙＬＬＭ：基于显著性标记选择（ＳＴＳ）")
 def test_title_keys_and_paper_ids_are_unchanged(title: str) -> None:
     key = " ".join(re.sub(r"[\W_]+", " ", fold_by_definition(title)).split())
     assert title_key(title) == key
     assert paper_id(title) == uuid.uuid5(PAPER_NAMESPACE, key).hex[:16]
+
+
+def test_title_key_of_every_ascii_character() -> None:
+    for code in range(128):
+        title = f"a{chr(code)}b {chr(code)}"
+        assert title_key(title) == " ".join(re.sub(r"[\W_]+", " ", title.lower()).split())
 
 
 def test_fold_of_every_single_character() -> None:
