@@ -1,10 +1,11 @@
-"""Run `feeds` (arguments as for the command) and report how long it spent writing files.
+"""Run `feeds` (arguments as for the command); report the time spent writing files, and
+the peak memory.
 
 The benchmark's full build runs through this, so that "everything but writing" and
 "writing" can be told apart and each set against its own baseline. Writing is what the
 file-system floor does too: creating the temp file, writing the bytes, renaming it into
-place, comparing with an existing file, and the final sync. The time goes to stderr as
-`write-seconds <float>` after the command's own output.
+place, comparing with an existing file, and the final sync. Both go to stderr after the
+command's own output: `write-seconds <float>`, `peak-kb <int>`.
 """
 
 from __future__ import annotations
@@ -66,6 +67,17 @@ def main() -> None:
         cli(sys.argv[1:])
     finally:
         print(f"write-seconds {SPENT[0]:.3f}", file=sys.stderr)
+        print(f"peak-kb {_peak_kb()}", file=sys.stderr)
+
+
+def _peak_kb() -> int:
+    """This process's peak resident memory since exec. (getrusage's maximum would also
+    count the parent's memory, copied at fork before exec: a big benchmark process.)"""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
 
 
 if __name__ == "__main__":
