@@ -522,25 +522,18 @@ class Store:
         for (pid,) in rows:
             yield str(pid)
 
-    def archived_ranks(self, topic_id: str, archived: int, paper_ids: set[str]) -> set[int]:
-        """Return the oldest-first positions (< archived) of these papers in a topic."""
-        if archived <= 0 or not paper_ids:
-            return set()
-        edge = self.db.execute(
-            "SELECT entered, seq FROM members WHERE topic_id = ?"
-            " ORDER BY entered, seq DESC LIMIT 1 OFFSET ?",
-            (topic_id, archived - 1),
-        ).fetchone()
-        if edge is None:
-            return set()
+    def ranks(self, topic_id: str, paper_ids: set[str]) -> set[int]:
+        """Return the oldest-first positions in a topic of those of these papers that are
+        in it. Each costs a count up to its position: for the few changed papers that are
+        not on a topic's front page (the caller knows which are)."""
         ranks = set()
         for pid in paper_ids:
             row = self.db.execute(
                 "SELECT entered, seq FROM members WHERE topic_id = ? AND paper_id = ?",
                 (topic_id, pid),
             ).fetchone()
-            if row is None or (row[0], -row[1]) > (edge[0], -edge[1]):
-                continue  # not in the topic, or newer than every archived paper
+            if row is None:
+                continue  # not in the topic
             older = self.db.execute(
                 "SELECT count(*) FROM members WHERE topic_id = ?"
                 " AND (entered < ? OR (entered = ? AND seq > ?))",
@@ -548,23 +541,6 @@ class Store:
             ).fetchone()[0]
             ranks.add(int(older))
         return ranks
-
-    def topic_slice(
-        self, topic_id: str, offset: int, limit: int
-    ) -> list[tuple[Paper, datetime, tuple[Hit, ...]]]:
-        """Return the papers of a topic at oldest-first positions offset.., newest first."""
-        cols = ", ".join(f"p.{c.strip()}" for c in self._PAPER_COLS.split(","))
-        rows = self.db.execute(
-            f"SELECT {cols}, m.entered, m.matched FROM members m"
-            " JOIN papers p ON p.paper_id = m.paper_id WHERE m.topic_id = ?"
-            " ORDER BY m.entered, m.seq DESC LIMIT ? OFFSET ?",
-            (topic_id, limit, offset),
-        ).fetchall()
-        out = [
-            (_paper_from(r[:-2]), parse_ts(r[-2]), tuple(Hit(t, f) for t, f in json.loads(r[-1])))
-            for r in rows
-        ]
-        return out[::-1]
 
     def topic_rows(self, topic_id: str, limit: int, offset: int | None = None) -> list[ListRow]:
         """Return the reading-list rows of a topic, newest first: the newest `limit`, or

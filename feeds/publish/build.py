@@ -206,7 +206,8 @@ def _reading_list(
         links = store.links_of(row[0] for row in rows)  # at most `size` papers
         return render.render_topic(site, view, rows, links, archives=archives, page=k)
 
-    page = page_of(store.topic_rows(view.id, front))
+    front_rows = store.topic_rows(view.id, front)
+    page = page_of(front_rows)
     count.add(write_stream(public / topic_path(view.id), page))
     stale = set(range(1, archives + 1)) if every else set()
     if not every and archives:
@@ -216,8 +217,10 @@ def _reading_list(
         # The part before a new one had the front page as its "newer" neighbour.
         stale |= missing | ({min(missing) - 1} - {0} if missing else set())
         if 0 < len(dirty_papers) <= 5000:
-            archived = archives * size
-            stale |= {r // size + 1 for r in store.archived_ranks(view.id, archived, dirty_papers)}
+            # A changed paper of this topic is on an archive part unless it is on the front
+            # page (new papers are): only those need their position looked up.
+            older = dirty_papers - {row[0] for row in front_rows}
+            stale |= {r // size + 1 for r in store.ranks(view.id, older) if r < archives * size}
         elif dirty_papers:  # many changed papers: one pass over the topic is cheaper
             for rank, pid in enumerate(store.topic_order(view.id)):
                 if rank >= archives * size:
