@@ -175,3 +175,30 @@ def test_reading_lists_are_paged_and_old_pages_stay_put(project: Path) -> None:
         "utf-8"
     )
     assert (topics / "speculative-decoding" / "2.html").stat().st_mtime_ns == part2
+
+
+def test_a_run_with_nothing_new_loads_only_what_it_needs(project: Path) -> None:
+    """Start-up is most of a no-op run: it must not import the renderers, the feed writer,
+    the YAML reader, the parser or the matcher (their imports cost more than the run)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from feeds.cli import cli\n"
+        "try:\n"
+        "    cli(['run', '--offline', '-q', '--subscriptions', 'subscriptions.yaml'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('feedgen', 'jinja2', 'yaml', 'ahocorasick', 'httpx', 'lxml')\n"
+        "ours = ('feeds.match', 'feeds.digest', 'feeds.configfile', 'feeds.publish.render')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in ours))\n"
+    )
+    def loaded() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    first = loaded()  # the first run does everything: the probe sees those imports
+    assert "'feedgen'" in first and "'feeds.match'" in first and "'yaml'" in first
+    assert loaded() == "[]"
