@@ -556,6 +556,25 @@ class Store:
         sql += " ORDER BY m.entered, m.seq DESC LIMIT ? OFFSET ?"
         return self.db.execute(sql, (topic_id, limit, offset)).fetchall()[::-1]
 
+    def topic_parts(
+        self, topic_id: str, size: int, parts: int
+    ) -> Iterator[tuple[int, list[ListRow]]]:
+        """Yield the first `parts` archive parts of a topic's reading list: (k, the rows at
+        oldest-first positions (k-1)*size.., newest first), from one pass over the topic
+        (an OFFSET per part would scan the topic again for each: quadratic in its size)."""
+        cursor = self.db.execute(
+            "SELECT p.paper_id, p.title, p.title_zh, p.venue, m.entered, m.matched"
+            " FROM members m JOIN papers p ON p.paper_id = m.paper_id WHERE m.topic_id = ?"
+            " ORDER BY m.entered, m.seq DESC",
+            (topic_id,),
+        )
+        for k in range(1, parts + 1):
+            rows = cursor.fetchmany(size)
+            if not rows:
+                break
+            yield k, rows[::-1]
+        cursor.close()
+
     def topic_items(
         self, topic_id: str, limit: int | None = None
     ) -> Iterator[tuple[Paper, datetime, tuple[Hit, ...]]]:

@@ -204,3 +204,17 @@ def test_a_run_with_nothing_new_loads_only_what_it_needs(project: Path) -> None:
     for module in ("feedgen", "feeds.match", "yaml"):
         assert f"'{module}'" in first
     assert loaded() == "[]"
+
+
+def test_archive_parts_in_one_pass_equal_parts_read_one_by_one(project: Path) -> None:
+    from feeds.store import Store
+
+    run(_paged_config(project), now=lambda: T0)
+    store = Store(project / "state.sqlite3", T0)
+    for topic_id, n in store.member_counts().items():
+        parts = (n - 1) // 2
+        one_pass = list(store.topic_parts(topic_id, 2, parts))
+        assert len(one_pass) == parts
+        for k, rows in one_pass:
+            assert rows == store.topic_rows(topic_id, 2, offset=(k - 1) * 2), (topic_id, k)
+    store.close()

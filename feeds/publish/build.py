@@ -227,7 +227,11 @@ def _reading_list(
                     break
                 if pid in dirty_papers:
                     stale.add(rank // size + 1)
-    for k in sorted(stale):
+    if len(stale) > 2:  # one pass over the topic; skipping to each part costs a pass each
+        for k, rows in store.topic_parts(view.id, size, max(stale)):
+            if k in stale:
+                count.add(write_stream(public / archive_path(view.id, k), page_of(rows, k)))
+    for k in sorted(stale) if len(stale) <= 2 else ():
         page = page_of(store.topic_rows(view.id, size, offset=(k - 1) * size), k)
         count.add(write_stream(public / archive_path(view.id, k), page))
     removed = 0
