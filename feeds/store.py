@@ -542,17 +542,27 @@ class Store:
             ranks.add(int(older))
         return ranks
 
-    def topic_rows(self, topic_id: str, limit: int, offset: int | None = None) -> list[ListRow]:
+    def topic_rows(
+        self, topic_id: str, limit: int, offset: int | None = None, count: int | None = None
+    ) -> list[ListRow]:
         """Return the reading-list rows of a topic, newest first: the newest `limit`, or
         (with `offset`) the `limit` at oldest-first positions offset... Only what a row
-        shows is read: a full build lists every membership, millions of rows."""
+        shows is read: a full build lists every membership, millions of rows.
+
+        With the topic's `count`, a slice nearer the newest end is skipped to from there:
+        OFFSET walks every row it skips, and the parts a run rewrites are the newest ones.
+        """
         sql = (
             "SELECT p.paper_id, p.title, p.title_zh, p.venue, m.entered, m.matched"
             " FROM members m JOIN papers p ON p.paper_id = m.paper_id WHERE m.topic_id = ?"
         )
+        newest_first = sql + " ORDER BY m.entered DESC, m.seq LIMIT ? OFFSET ?"
         if offset is None:
-            sql += " ORDER BY m.entered DESC, m.seq LIMIT ?"
-            return self.db.execute(sql, (topic_id, limit)).fetchall()
+            return self.db.execute(newest_first, (topic_id, limit, 0)).fetchall()
+        if count is not None and 0 <= count - offset - limit < offset:
+            return self.db.execute(
+                newest_first, (topic_id, limit, count - offset - limit)
+            ).fetchall()
         sql += " ORDER BY m.entered, m.seq DESC LIMIT ? OFFSET ?"
         return self.db.execute(sql, (topic_id, limit, offset)).fetchall()[::-1]
 

@@ -232,7 +232,7 @@ def _reading_list(
             if k in stale:
                 count.add(write_stream(public / archive_path(view.id, k), page_of(rows, k)))
     for k in sorted(stale) if len(stale) <= 2 else ():
-        page = page_of(store.topic_rows(view.id, size, offset=(k - 1) * size), k)
+        page = page_of(store.topic_rows(view.id, size, (k - 1) * size, view.count), k)
         count.add(write_stream(public / archive_path(view.id, k), page))
     removed = 0
     folder = public / "topics" / view.id
