@@ -663,19 +663,6 @@ class Store:
                 pid = row[0]
                 yield _paper_from(row[:-1]), parse_ts(row[-1]), links[pid], topics[pid]
 
-    def topics_of(self, paper_id: str) -> list[tuple[str, tuple[Hit, ...]]]:
-        rows = self.db.execute(
-            "SELECT topic_id, matched FROM members WHERE paper_id = ? ORDER BY topic_id",
-            (paper_id,),
-        )
-        return [(str(t), tuple(Hit(a, b) for a, b in json.loads(m))) for t, m in rows]
-
-    def paper_first_seen(self, paper_id: str) -> datetime:
-        row = self.db.execute(
-            "SELECT first_seen FROM papers WHERE paper_id = ?", (paper_id,)
-        ).fetchone()
-        return parse_ts(row[0])
-
     # -- what to publish again ------------------------------------------------------------
 
     def touch(self, kind: str, item_id: str) -> None:

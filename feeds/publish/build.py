@@ -231,9 +231,10 @@ def _reading_list(
         for k, rows in store.topic_parts(view.id, size, max(stale)):
             if k in stale:
                 count.add(write_stream(public / archive_path(view.id, k), page_of(rows, k)))
-    for k in sorted(stale) if len(stale) <= 2 else ():
-        page = page_of(store.topic_rows(view.id, size, (k - 1) * size, view.count), k)
-        count.add(write_stream(public / archive_path(view.id, k), page))
+    else:  # a new part and the one before it, or a changed paper's: skip to them
+        for k in sorted(stale):
+            page = page_of(store.topic_rows(view.id, size, (k - 1) * size, view.count), k)
+            count.add(write_stream(public / archive_path(view.id, k), page))
     removed = 0
     folder = public / "topics" / view.id
     if folder.is_dir():
