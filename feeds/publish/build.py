@@ -95,10 +95,9 @@ def publish(
     counts = store.member_counts()
     wanted = {t.id for t in config.topics}
 
-    def feed_view(fid: str, title: str, desc: str, cap: int) -> FeedView:
+    def feed_view(fid: str, title: str, desc: str, cap: int, *, with_items: bool) -> FeedView:
         rows: list[tuple[Paper, datetime, tuple[Hit, ...]]]
-        if not full and fid not in dirty["topic"] and fid != ALL:
-            # Not rendered this time: the index and OPML need only its title and size.
+        if not with_items:  # the index and OPML need only its title and size
             return FeedView(fid, title, desc, created, (), cap, counts.get(fid, 0))
         if fid == ALL:
             rows = [(p, seen, ()) for p, seen in store.all_items(cap)]
@@ -112,15 +111,20 @@ def publish(
         return FeedView(fid, title, desc, updated, items, cap, total)
 
     removed_pages = 0
+    # Items are read for one feed at a time, as it is rendered, and let go after: a full
+    # build renders every feed, and holding them all would cost a hundred papers a topic.
     views = [
-        feed_view(t.id, t.title, t.description or "", t.max_items or s.max_items)
+        feed_view(t.id, t.title, t.description or "", t.max_items or s.max_items, with_items=False)
         for t in config.topics
     ]
     all_feed = feed_view(ALL, f"{s.site_title}: all papers", "Every paper, newest first",
-                         s.max_items)  # fmt: skip
-    for view in [all_feed, *views]:
-        if not full and view.id not in dirty["topic"]:
+                         s.max_items, with_items=True)  # fmt: skip
+    for light in [all_feed, *views]:
+        if not full and light.id not in dirty["topic"]:
             continue
+        view = light if light.id == ALL else feed_view(
+            light.id, light.title, light.description, light.max_items, with_items=True
+        )  # fmt: skip
         # Entries of items whose papers did not change are taken from the files written
         # last time (see render.entry_blocks): a new paper in a big topic builds one entry,
         # not the feed's hundred.
