@@ -118,13 +118,13 @@ def load_subscriptions(path: Path) -> tuple[Topic, ...]:
     return read_subscriptions(path)
 
 
-def load(subscriptions: Path, settings: Path | None, *, cache: bool = True) -> Config:
+def load(subscriptions: Path, settings: Path | None) -> Config:
     """Return the whole validated configuration.
 
     The result is cached (in the user's cache folder) under the exact bytes of both files,
     the working folder and the code that reads them; any difference reads the files again.
     """
-    key = _cache_key(subscriptions, settings) if cache else None
+    key = _cache_key(subscriptions, settings)
     path = _cache_path(subscriptions, settings)
     if key is not None:
         cached = _cache_read(path, key)
@@ -178,9 +178,7 @@ def _cache_read(path: Path, key: tuple[Any, ...]) -> Config | None:
     try:
         with path.open("rb") as f:
             stored_key, config = pickle.load(f)
-    except FileNotFoundError:
-        return None
-    except Exception:  # noqa: BLE001 -- a damaged or foreign cache file is just a miss
+    except Exception:  # noqa: BLE001 -- a missing, damaged or foreign file is just a miss
         return None
     return config if stored_key == key and isinstance(config, Config) else None
 

@@ -86,10 +86,6 @@ def _body_html(paper: Paper, links: tuple[Link, ...]) -> str:
 # Entries as feedgen pretty-prints them. An entry's bytes depend on the entry alone (text
 # is escaped, so these lines cannot occur inside one), so the block of an unchanged item in
 # the feed written last time is byte for byte what rendering it again would give.
-_BLOCKS = {
-    "rss": re.compile(rb"^    <item>\n.*?^    </item>\n", re.MULTILINE | re.DOTALL),
-    "atom": re.compile(rb"^  <entry>\n.*?^  </entry>\n", re.MULTILINE | re.DOTALL),
-}
 _BLOCK_IDS = {  # the line that holds an entry's id, up to the id
     "rss": b'\n      <guid isPermaLink="false">',
     "atom": b"\n    <id>",
@@ -102,24 +98,32 @@ _MARKS = {  # an entry's first and last line, each with the newline before it
 _EMPTY_TAIL = {"rss": b"  </channel>\n</rss>\n", "atom": b"</feed>\n"}
 
 
+def _spans(fmt: str, document: bytes) -> list[tuple[int, int]]:
+    """Return where the entries of an RSS or Atom document are: (start, end) offsets."""
+    start, end = _MARKS[fmt]
+    spans = []
+    i = document.find(start)
+    while i >= 0:  # bytes.find, not a regex: this runs over every feed a run rewrites
+        j = document.find(end, i)
+        if j < 0:
+            break
+        spans.append((i + 1, j + len(end)))
+        i = document.find(start, j)
+    return spans
+
+
 def entry_blocks(fmt: str, document: bytes) -> dict[str, bytes]:
     """Return the entries of a feed document this module wrote, by item id: what a new
     render of that feed may reuse for items that did not change (see render_feed)."""
     if fmt == "json":
         return {m.group(2).decode(): m.group(1) for m in _JSON_LINE.finditer(document)}
-    start, end = _MARKS[fmt]
     found = {}
-    i = document.find(start)
-    while i >= 0:  # str.find, not a regex: this runs over every feed a run rewrites
-        j = document.find(end, i)
-        if j < 0:
-            break
-        block = document[i + 1 : j + len(end)]
+    for a, b in _spans(fmt, document):
+        block = document[a:b]
         k = block.find(_BLOCK_IDS[fmt])
         if k >= 0:
             k += len(_BLOCK_IDS[fmt])
             found[block[k : block.index(b"<", k)].decode()] = block
-        i = document.find(start, j)
     return found
 
 
@@ -137,15 +141,15 @@ def render_feed(
     if len(fresh) == len(feed.items):
         return data
     # Splice: feedgen's head and tail around the entries, in the feed's order.
-    made = list(_BLOCKS[fmt].finditer(data))
+    made = _spans(fmt, data)
     if made:
-        head, tail = data[: made[0].start()], data[made[-1].end() :]
+        head, tail = data[: made[0][0]], data[made[-1][1] :]
     else:
         tail = _EMPTY_TAIL[fmt]
         if not data.endswith(tail):  # not the layout assumed above: no splicing
             return _feedgen(site, feed, fmt, list(feed.items))
         head = data[: -len(tail)]
-    new = iter(m.group(0) for m in made)
+    new = iter(data[a:b] for a, b in made)
     body = [reuse.get(item_id(item)) or next(new) for item in feed.items]
     return head + b"".join(body) + tail
 
