@@ -148,11 +148,11 @@ def cache_dir() -> Path:
     return Path(base) / "paperfeeds"
 
 
-def _code_stamp() -> list[tuple[str, int, int]]:
+def code_stamp() -> list[tuple[str, int, int]]:
     # A changed reader (a new field, a new rule) must not be answered from an old cache.
     here = Path(__file__).parent
     stamp = []
-    for name in ("config.py", "configfile.py", "match.py", "text.py", "yamlload.py"):
+    for name in ("config.py", "configfile.py", "match.py", "model.py", "text.py", "yamlload.py"):
         st = (here / name).stat()
         stamp.append((name, st.st_mtime_ns, st.st_size))
     return stamp
@@ -161,7 +161,7 @@ def _code_stamp() -> list[tuple[str, int, int]]:
 def _cache_key(subscriptions: Path, settings: Path | None) -> tuple[Any, ...] | None:
     try:
         files = [p.read_bytes() if p is not None else None for p in (subscriptions, settings)]
-        return (CACHE_FORMAT, __version__, os.getcwd(), _code_stamp(), files)
+        return (CACHE_FORMAT, __version__, os.getcwd(), code_stamp(), files)
     except OSError:
         return None  # a missing file: let the reader say so, with its usual message
 

@@ -126,14 +126,31 @@ def _comments(p: Paper) -> str:
     return p.comments or p.journal_ref or ""
 
 
-# Each matchable field of a paper, before normalizing.
+def _title(p: Paper) -> str:
+    return p.title + " ; " + (p.title_zh or "")
+
+
+def _summary(p: Paper) -> str:
+    return p.summary or ""
+
+
+def _authors(p: Paper) -> str:
+    return " ; ".join(p.authors)
+
+
+def _venue(p: Paper) -> str:
+    return p.venue or ""
+
+
+# Each matchable field of a paper, before normalizing. Named functions, not lambdas: a
+# built Matcher holds some of them and is pickled (see cached_matcher).
 RAW_FIELDS: dict[str, Callable[[Paper], str]] = {
-    "title": lambda p: p.title + " ; " + (p.title_zh or ""),
-    "summary": lambda p: p.summary or "",
-    "authors": lambda p: " ; ".join(p.authors),
+    "title": _title,
+    "summary": _summary,
+    "authors": _authors,
     "institutions": _institutions,
     "comments": _comments,
-    "venue": lambda p: p.venue or "",
+    "venue": _venue,
 }
 
 
@@ -311,6 +328,46 @@ class _Topic:
     unique: bool  # its hits cannot repeat, so need no de-duplication
 
 
+def cached_matcher(topics: Sequence[tuple[str, Criteria]]) -> Matcher:
+    """Return Matcher(topics), loaded from the cache folder when one was built before for
+    the same topics by the same code, else built and saved there.
+
+    Building one for a thousand topics costs about three times as much as loading it, and
+    it is most of a run that adds one digest. A missing, damaged or foreign cache file is
+    just a miss; one file per working folder, overwritten, so the cache cannot grow.
+    """
+    import hashlib
+    import os
+    import pickle
+    import zlib
+
+    from feeds.config import CACHE_FORMAT, cache_dir, code_stamp
+
+    key = hashlib.sha256(repr((CACHE_FORMAT, code_stamp(), list(topics))).encode()).hexdigest()
+    path = cache_dir() / f"matcher-{zlib.crc32(os.getcwd().encode()):08x}.pickle"
+    collecting = gc.isenabled()
+    gc.disable()  # a hundred thousand small objects that live as long as the matcher
+    try:
+        with path.open("rb") as f:
+            stored_key, matcher = pickle.load(f)
+        if stored_key == key and isinstance(matcher, Matcher):
+            return matcher
+    except Exception:  # noqa: BLE001, S110 -- any failure to read is a miss
+        pass
+    finally:
+        if collecting:
+            gc.enable()
+    matcher = Matcher(topics)  # before any paper: its memo tables are empty when saved
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps((key, matcher), protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # no cache (a read-only home, say): the next run builds it again
+    return matcher
+
+
 class Matcher:
     """All topics at once: one Aho-Corasick automaton over every literal term.
 
@@ -337,8 +394,10 @@ class Matcher:
     def _build(self, topics: Sequence[tuple[str, Criteria]]) -> None:
         import ahocorasick  # C extension; imported only when matching
 
-        self.topics = [(tid, TopicMatcher(c)) for tid, c in topics]
-        self._ids = [tid for tid, _m in self.topics]
+        # The straightforward matchers are only building material: not kept, so that a
+        # built matcher pickles small (see cached_matcher).
+        matchers = [TopicMatcher(c) for _tid, c in topics]
+        self._ids = [tid for tid, _c in topics]
         self._variants: dict[tuple[str, bool, bool], int] = {}
         regex_numbers: dict[str, int] = {}
         regexes: list[tuple[Term, int]] = []  # (term, fields)
@@ -369,7 +428,7 @@ class Matcher:
             return _Clause(refs, literals, regexes)
 
         self._plans: list[_Topic] = []
-        for _tid, m in self.topics:
+        for m in matchers:
             c = m.criteria
             fields = sum({_FIELD_BIT[n] for n in c.fields})
             if m.terms:
@@ -411,8 +470,8 @@ class Matcher:
         self._by_venue: dict[str, list[int]] = {}
         self._venue_only: dict[str, list[int]] = {}  # "every paper of venue V": no evaluation
         self._always: list[int] = []
-        for index in range(len(self._plans)):
-            self._choose_trigger(index)
+        for index, m in enumerate(matchers):
+            self._choose_trigger(index, m.criteria)
         # For topics gathered, not evaluated: the literals that exclude them, and where.
         self._nones = [
             (p.none_literals, p.fields) if p.none_literals else None for p in self._plans
@@ -434,7 +493,7 @@ class Matcher:
 
         term_keys: dict[str, list[tuple[int, bool, bool]]] = {}
         inst_keys: dict[str, list[tuple[int, bool, bool]]] = {}
-        for _tid, m in self.topics:
+        for m in matchers:
             for term in m.terms:
                 if term.variant is not None:
                     self._add(term_keys, term.variant)
@@ -469,10 +528,9 @@ class Matcher:
         if entry not in entries:
             entries.append(entry)
 
-    def _choose_trigger(self, index: int) -> None:
+    def _choose_trigger(self, index: int, c: Criteria) -> None:
         """Index a topic under one of its criteria that must hold for it to match."""
         plan = self._plans[index]
-        c = self.topics[index][1].criteria
         if c.venues and not (c.any or c.all or c.none or c.authors or c.institutions):
             for venue in plan.venues or ():
                 self._venue_only.setdefault(venue, []).append(index)

@@ -259,9 +259,9 @@ def _match(
         for topics, unmatched_only in groups:
             if not topics:
                 continue
-            from feeds.match import Matcher  # only when there is something to match
+            from feeds.match import cached_matcher  # only when there is something to match
 
-            matcher = Matcher([(t.id, t.criteria) for t in topics])
+            matcher = cached_matcher([(t.id, t.criteria) for t in topics])
             ids = {t.id for t in topics}
             # Members before, to remove those that no longer match (an edited topic, or a
             # paper whose new information hits a `none` term). Entry dates of those that

@@ -286,8 +286,10 @@ class Store:
 
     def unmatched_papers(self) -> Iterator[Paper]:
         """Yield the papers waiting to be matched, in arrival order, in one query."""
+        # "+seq": ordering by the rowid itself would make SQLite walk the whole table in
+        # order rather than use the index of the few unmatched papers and sort them.
         rows = self.db.execute(
-            f"SELECT {self._PAPER_COLS} FROM papers WHERE unmatched ORDER BY seq"
+            f"SELECT {self._PAPER_COLS} FROM papers WHERE unmatched ORDER BY +seq"
         )
         for row in rows:
             yield _paper_from(row)
@@ -566,6 +568,29 @@ class Store:
         sql += " ORDER BY m.entered, m.seq DESC LIMIT ? OFFSET ?"
         return self.db.execute(sql, (topic_id, limit, offset)).fetchall()[::-1]
 
+    def topic_ids(self, topic_id: str, limit: int) -> list[str]:
+        """Return the ids of a topic's newest `limit` papers, newest first (the order of
+        topic_rows), from the index alone."""
+        rows = self.db.execute(
+            "SELECT paper_id FROM members WHERE topic_id = ? ORDER BY entered DESC, seq LIMIT ?",
+            (topic_id, limit),
+        )
+        return [str(r[0]) for r in rows]
+
+    def member_rows(self, topic_id: str, paper_ids: Sequence[str]) -> dict[str, ListRow]:
+        """Return the reading-list rows of some of a topic's papers, by paper id."""
+        found: dict[str, ListRow] = {}
+        for start in range(0, len(paper_ids), 500):
+            chunk = paper_ids[start : start + 500]
+            rows = self.db.execute(
+                "SELECT p.paper_id, p.title, p.title_zh, p.venue, m.entered, m.matched"
+                " FROM members m JOIN papers p ON p.paper_id = m.paper_id"
+                f" WHERE m.topic_id = ? AND m.paper_id IN ({','.join('?' * len(chunk))})",
+                (topic_id, *chunk),
+            )
+            found.update((row[0], row) for row in rows)
+        return found
+
     def topic_parts(
         self, topic_id: str, size: int, parts: int
     ) -> Iterator[tuple[int, list[ListRow]]]:
@@ -603,6 +628,36 @@ class Store:
         for row in self.db.execute(sql, args):
             hits = tuple(Hit(t, f) for t, f in json.loads(row[-1]))
             yield _paper_from(row[:-2]), parse_ts(row[-2]), hits
+
+    def topic_heads(self, topic_id: str, limit: int) -> list[tuple[str, str, datetime]]:
+        """Return (paper id, title, entry date) of a topic's newest `limit` papers, newest
+        first: what says which feed items a topic has, without reading the papers."""
+        rows = self.db.execute(
+            "SELECT m.paper_id, p.title, m.entered FROM members m"
+            " JOIN papers p ON p.paper_id = m.paper_id WHERE m.topic_id = ?"
+            " ORDER BY m.entered DESC, m.seq LIMIT ?",
+            (topic_id, limit),
+        )
+        return [(str(pid), str(title), parse_ts(entered)) for pid, title, entered in rows]
+
+    def topic_items_of(
+        self, topic_id: str, paper_ids: Sequence[str]
+    ) -> dict[str, tuple[Paper, datetime, tuple[Hit, ...]]]:
+        """Return some of a topic's papers with their entry dates and hits, by paper id."""
+        cols = ", ".join(f"p.{c.strip()}" for c in self._PAPER_COLS.split(","))
+        found = {}
+        for start in range(0, len(paper_ids), 500):
+            chunk = paper_ids[start : start + 500]
+            rows = self.db.execute(
+                f"SELECT {cols}, m.entered, m.matched FROM members m"
+                " JOIN papers p ON p.paper_id = m.paper_id"
+                f" WHERE m.topic_id = ? AND m.paper_id IN ({','.join('?' * len(chunk))})",
+                (topic_id, *chunk),
+            )
+            for row in rows:
+                hits = tuple(Hit(t, f) for t, f in json.loads(row[-1]))
+                found[row[0]] = (_paper_from(row[:-2]), parse_ts(row[-2]), hits)
+        return found
 
     def all_items(self, limit: int | None = None) -> Iterator[tuple[Paper, datetime]]:
         """Yield every paper newest first, with when it was first seen."""

@@ -1,4 +1,5 @@
-"""The validated configuration is cached under the exact bytes of its files."""
+"""The validated configuration, and the matcher built from it, are cached under what they
+are made from."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from feeds import config as config_module
-from feeds import configfile
-from feeds.config import cache_dir, load
+from feeds import configfile, match
+from feeds.config import Criteria, cache_dir, load
 from feeds.errors import ConfigError
+from feeds.model import Paper
 
 TOPICS = """\
 topics:
@@ -92,3 +94,32 @@ def test_an_unwritable_cache_folder_only_costs_time(
 def test_a_missing_file_is_still_a_clear_error(files: Path) -> None:
     with pytest.raises(ConfigError, match="file not found"):
         load(files / "nope.yaml", None)
+
+
+def _topics(*terms: str) -> list[tuple[str, Criteria]]:
+    return [(f"t{n}", Criteria(any=(term,))) for n, term in enumerate(terms)]
+
+
+def test_a_built_matcher_is_reused_while_the_topics_stay_the_same(
+    files: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paper = Paper(paper_id="p", title="Speculative decoding for diffusion models")
+    built = match.cached_matcher(_topics("speculative decoding", "diffusion"))
+    assert len(list(cache_dir().glob("matcher-*.pickle"))) == 1
+
+    def refuse(*_args: object) -> None:
+        raise AssertionError("the matcher was built again")
+
+    monkeypatch.setattr(match.Matcher, "_build", refuse)
+    loaded = match.cached_matcher(_topics("speculative decoding", "diffusion"))
+    assert loaded is not built
+    assert loaded.match(paper) == built.match(paper) != []
+
+    monkeypatch.undo()  # other topics, a damaged file: built again, and right
+    monkeypatch.setenv("XDG_CACHE_HOME", str(files / "cache"))
+    other = match.cached_matcher(_topics("diffusion"))
+    assert [t for t, _h in other.match(paper)] == ["t0"]
+    for path in cache_dir().glob("matcher-*.pickle"):
+        path.write_bytes(path.read_bytes()[:100])
+    again = match.cached_matcher(_topics("speculative decoding", "diffusion"))
+    assert again.match(paper) == built.match(paper)

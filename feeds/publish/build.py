@@ -11,8 +11,8 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from feeds.publish.view import FeedView, PaperView, Site
 
 ALL = "all"
+FORMATS = ("rss", "atom", "json")
 
 
 @dataclass
@@ -86,7 +87,7 @@ def publish(
     # Only when something is written: jinja2 and feedgen above all, but every module
     # counts when a run with nothing to do should take a blink.
     from feeds.publish import render
-    from feeds.publish.view import FeedView, Site, feed_path, paper_path, topic_path
+    from feeds.publish.view import FeedView, Kept, Site, feed_path, paper_path, topic_path
 
     site = Site(title=s.site_title, base_url=s.base_url)
 
@@ -119,21 +120,51 @@ def publish(
     ]
     all_feed = feed_view(ALL, f"{s.site_title}: all papers", "Every paper, newest first",
                          s.max_items, with_items=True)  # fmt: skip
+
+    def kept_view(light: FeedView, blocks: dict[str, dict[str, bytes]]) -> FeedView:
+        # The topic's items, but those whose entries are in all three files written last
+        # time and whose papers did not change are Kept: not read, not built.
+        heads = store.topic_heads(light.id, light.max_items)
+        reusable = blocks["rss"].keys() & blocks["atom"].keys() & blocks["json"].keys()
+        kept = {
+            pid: key
+            for pid, title, _entered in heads
+            if pid not in dirty["paper"] and (key := render.title_id(title)) in reusable
+        }
+        rows = store.topic_items_of(light.id, [pid for pid, *_ in heads if pid not in kept])
+        links = store.links_of(rows)
+        items = tuple(
+            Kept(kept[pid])
+            if pid in kept
+            else Item(rows[pid][0], entered, links[pid], rows[pid][2])
+            for pid, _title, entered in heads
+        )
+        updated = heads[0][2] if heads else created
+        return replace(light, updated=updated, items=items)
+
     for light in [all_feed, *views]:
         if not full and light.id not in dirty["topic"]:
             continue
-        view = light if light.id == ALL else feed_view(
-            light.id, light.title, light.description, light.max_items, with_items=True
-        )  # fmt: skip
         # Entries of items whose papers did not change are taken from the files written
-        # last time (see render.entry_blocks): a new paper in a big topic builds one entry,
-        # not the feed's hundred.
-        changed = set() if full else {
-            render.item_id(i) for i in view.items if i.paper.paper_id in dirty["paper"]
-        }  # fmt: skip
-        for fmt in ("rss", "atom", "json"):
-            path = public / feed_path(view.id, fmt)
-            reuse = {} if full else _reusable(path, fmt, changed)
+        # last time (see render.entry_blocks): a new paper in a big topic reads and builds
+        # one entry, not the feed's hundred.
+        paths = {fmt: public / feed_path(light.id, fmt) for fmt in FORMATS}
+        blocks = {fmt: {} if full else _blocks(paths[fmt], fmt) for fmt in FORMATS}
+        if light.id == ALL:
+            view = light
+        elif full:
+            view = feed_view(
+                light.id, light.title, light.description, light.max_items, with_items=True
+            )
+        else:
+            view = kept_view(light, blocks)
+        changed = {
+            render.item_id(i)
+            for i in view.items
+            if isinstance(i, Item) and i.paper.paper_id in dirty["paper"]
+        }
+        for fmt, path in paths.items():
+            reuse = {k: v for k, v in blocks[fmt].items() if k not in changed}
             if fmt == "json":
                 data = render.render_json_feed(site, view, reuse)
             else:
@@ -157,11 +188,11 @@ def publish(
     removed = removed_pages + sweep(public, lambda _rel: True, papers=died)  # temp files
     if full:  # whatever is not a current topic's goes (papers are never removed)
         ok = {topic_path(t) for t in wanted} | {feed_path(t, f) for t in wanted | {ALL}
-                                                for f in ("rss", "atom", "json")}  # fmt: skip
+                                                for f in FORMATS}  # fmt: skip
         removed += sweep(public, lambda rel: rel.startswith("papers/") or rel in ok, papers=True)
     else:
         for gone in dirty["dropped"] - wanted:
-            for rel in (topic_path(gone), *(feed_path(gone, f) for f in ("rss", "atom", "json"))):
+            for rel in (topic_path(gone), *(feed_path(gone, f) for f in FORMATS)):
                 if (public / rel).exists():
                     (public / rel).unlink()
                     removed += 1
@@ -176,15 +207,26 @@ def publish(
     return WriteStats(count.written, count.unchanged, removed)
 
 
-def _reusable(path: Path, fmt: str, changed: set[str]) -> dict[str, bytes]:
-    """Return the entry blocks of a feed file, but those of the `changed` item ids."""
+def _blocks(path: Path, fmt: str) -> dict[str, bytes]:
+    """Return the entry blocks of a feed file written before, by item id."""
     from feeds.publish.render import entry_blocks
 
     try:
         document = path.read_bytes()
     except FileNotFoundError:
         return {}
-    return {k: v for k, v in entry_blocks(fmt, document).items() if k not in changed}
+    return entry_blocks(fmt, document)
+
+
+def _reusable_rows(path: Path, dirty_papers: set[str]) -> dict[str, str]:
+    """Return the rows of a topic's front page, by paper id, but those of changed papers."""
+    from feeds.publish.render import reading_rows
+
+    try:
+        document = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    return {k: v for k, v in reading_rows(document).items() if k not in dirty_papers}
 
 
 def _reading_list(
@@ -206,13 +248,24 @@ def _reading_list(
 
     front, archives = pages(view.count, size)
 
-    def page_of(rows: list[ListRow], k: int = 0) -> Iterator[bytes]:
-        links = store.links_of(row[0] for row in rows)  # at most `size` papers
+    def page_of(rows: Sequence[ListRow | str], k: int = 0) -> Iterator[bytes]:
+        # Links only for the rows to render (at most `size` papers).
+        links = store.links_of(row[0] for row in rows if not isinstance(row, str))
         return render.render_topic(site, view, rows, links, archives=archives, page=k)
 
-    front_rows = store.topic_rows(view.id, front)
-    page = page_of(front_rows)
-    count.add(write_stream(public / topic_path(view.id), page))
+    # The front page's rows of papers that did not change are taken from the page written
+    # last time: a new paper in a big topic renders one row, not the page's five hundred.
+    path = public / topic_path(view.id)
+    old = {} if every else _reusable_rows(path, dirty_papers)
+    front_rows: list[ListRow | str]
+    if old:
+        front_ids = store.topic_ids(view.id, front)
+        fresh = store.member_rows(view.id, [pid for pid in front_ids if pid not in old])
+        front_rows = [old.get(pid) or fresh[pid] for pid in front_ids]
+    else:
+        front_rows = list(store.topic_rows(view.id, front))
+        front_ids = [row[0] for row in front_rows]
+    count.add(write_stream(path, page_of(front_rows)))
     stale = set(range(1, archives + 1)) if every else set()
     if not every and archives:
         missing = {
@@ -223,7 +276,7 @@ def _reading_list(
         if 0 < len(dirty_papers) <= 5000:
             # A changed paper of this topic is on an archive part unless it is on the front
             # page (new papers are): only those need their position looked up.
-            older = dirty_papers - {row[0] for row in front_rows}
+            older = dirty_papers.difference(front_ids)
             stale |= {r // size + 1 for r in store.ranks(view.id, older) if r < archives * size}
         elif dirty_papers:  # many changed papers: one pass over the topic is cheaper
             for rank, pid in enumerate(store.topic_order(view.id)):
@@ -242,9 +295,9 @@ def _reading_list(
     removed = 0
     folder = public / "topics" / view.id
     if folder.is_dir():
-        for old in folder.iterdir():
-            if old.suffix == ".html" and old.stem.isdigit() and int(old.stem) > archives:
-                old.unlink()
+        for part in folder.iterdir():
+            if part.suffix == ".html" and part.stem.isdigit() and int(part.stem) > archives:
+                part.unlink()
                 removed += 1
     return removed
 

@@ -19,6 +19,7 @@ from feeds import __version__
 from feeds.model import Hit, Item, Link, Paper
 from feeds.publish.view import (
     FeedView,
+    Kept,
     PaperView,
     Site,
     best_link,
@@ -55,13 +56,14 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def item_id(item: Item) -> str:
+def item_id(item: Item | Kept) -> str:
     """Return the item's id (RSS guid, Atom id, JSON id): from the paper's identity alone."""
-    return _urn(item.paper.title)
+    return item.id if isinstance(item, Kept) else title_id(item.paper.title)
 
 
 @lru_cache(maxsize=65536)
-def _urn(title: str) -> str:
+def title_id(title: str) -> str:
+    """Return the item id of the paper with this title."""
     return f"urn:uuid:{paper_uuid(title)}"
 
 
@@ -136,7 +138,7 @@ def render_feed(
     were written; only the other items are built, and the document is the same bytes.
     """
     reuse = reuse or {}
-    fresh = [item for item in feed.items if item_id(item) not in reuse]
+    fresh = [i for i in feed.items if not isinstance(i, Kept) and item_id(i) not in reuse]
     data = _feedgen(site, feed, fmt, fresh)
     if len(fresh) == len(feed.items):
         return data
@@ -147,10 +149,16 @@ def render_feed(
     else:
         tail = _EMPTY_TAIL[fmt]
         if not data.endswith(tail):  # not the layout assumed above: no splicing
-            return _feedgen(site, feed, fmt, list(feed.items))
+            items = [i for i in feed.items if not isinstance(i, Kept)]
+            if len(items) < len(feed.items):
+                raise ValueError("feed entries cannot be reused with this version of feedgen")
+            return _feedgen(site, feed, fmt, items)
         head = data[: -len(tail)]
     new = iter(data[a:b] for a, b in made)
-    body = [reuse.get(item_id(item)) or next(new) for item in feed.items]
+    body = [  # a Kept item's entry must be in reuse: a KeyError here is a caller's mistake
+        reuse[item.id] if isinstance(item, Kept) else reuse.get(item_id(item)) or next(new)
+        for item in feed.items
+    ]
     return head + b"".join(body) + tail
 
 
@@ -232,7 +240,9 @@ def render_json_feed(site: Site, feed: FeedView, reuse: dict[str, bytes] | None 
     if feed.items:
         old = reuse or {}
         lines = ",\n    ".join(
-            old[key].decode() if (key := item_id(item)) in old else _json_item(site, item)
+            old[key].decode()
+            if (key := item_id(item)) in old or isinstance(item, Kept)
+            else _json_item(site, item)
             for item in feed.items
         )
         text = text.replace('"items": []', f'"items": [\n    {lines}\n  ]')
@@ -309,8 +319,8 @@ def render_index(site: Site, feeds: list[FeedView], all_feed: FeedView) -> bytes
         feeds=[all_feed, *feeds],
         topics=feeds,
         papers=all_feed.count,
-        latest=all_feed.items[:30],
-        updated=all_feed.items[0].entered if all_feed.items else None,
+        latest=[i for i in all_feed.items[:30] if isinstance(i, Item)],  # all are Items
+        updated=all_feed.updated if all_feed.items else None,
     )
     return html.encode("utf-8")
 
@@ -318,7 +328,7 @@ def render_index(site: Site, feeds: list[FeedView], all_feed: FeedView) -> bytes
 def render_topic(
     site: Site,
     feed: FeedView,
-    rows: Iterable[ListRow],
+    rows: Iterable[ListRow | str],
     links: dict[str, tuple[Link, ...]],
     *,
     archives: int = 0,
@@ -326,10 +336,16 @@ def render_topic(
 ) -> Iterator[bytes]:
     """Yield a page of a topic's reading list in pieces: the newest papers (page 0, at
     topics/<id>.html) or archive page `page` (topics/<id>/<page>.html), with links to the
-    `archives` archive pages."""
+    `archives` archive pages.
+
+    A row given as a string is its line as this page rendered it before (see
+    reading_rows); only the others are rendered."""
     template = _env().get_template("topic.html")
     root = "../../" if page else "../"
-    lines = _chunks(_reading_row(root, row, links.get(row[0], ())) for row in rows)
+    lines = _chunks(
+        row if isinstance(row, str) else _reading_row(root, row, links.get(row[0], ()))
+        for row in rows
+    )
     stream = template.generate(
         site=site, root=root, feed=feed, rows=lines, archives=archives, page=page
     )
@@ -379,6 +395,18 @@ def _reading_row(root: str, row: ListRow, links: tuple[Link, ...]) -> str:
     if matched != "[]":
         out += f" · matched: {_matched_html(matched)}"
     return out + "</span></li>\n"
+
+
+# A reading-list row of a front page (topics/<id>.html), from the paper id to the end of
+# its line. Titles and hits are escaped, so a row is one line and cannot hold this prefix.
+_FRONT_ROW = re.compile(r'^<li><a href="\.\./papers/([^"]+)\.html">.*</span></li>\n', re.MULTILINE)
+
+
+def reading_rows(document: str) -> dict[str, str]:
+    """Return the rows of a topic's front page this module wrote, by paper id: what a new
+    render of that page may reuse for papers that did not change (a row depends on the
+    paper, its links and its membership, and any change to those marks the paper)."""
+    return {m.group(1): m.group(0) for m in _FRONT_ROW.finditer(document)}
 
 
 @lru_cache(maxsize=65536)

@@ -21,6 +21,14 @@ class Site:
 
 
 @dataclass(frozen=True)
+class Kept:
+    """A feed item whose entries are taken unchanged from the feed files written last
+    time (see render.entry_blocks): its id is all the renderers need."""
+
+    id: str
+
+
+@dataclass(frozen=True)
 class FeedView:
     """One topic (or `all`) with the items its feeds carry."""
 
@@ -28,7 +36,7 @@ class FeedView:
     title: str
     description: str
     updated: datetime  # from the items, never the clock
-    items: tuple[Item, ...]  # newest first, at most max_items: what the feeds carry
+    items: tuple[Item | Kept, ...]  # newest first, at most max_items: what the feeds carry
     max_items: int
     count: int = -1  # every matching paper (the topic page lists them all)
 
