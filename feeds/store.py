@@ -9,7 +9,6 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -132,6 +131,10 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
+            # 64 MB of page cache instead of SQLite's 2 MB: ingesting inserts into indexes
+            # keyed by paper id (random order), which at a million papers are far larger
+            # than 2 MB and would be read from disk again and again.
+            self.db.execute("PRAGMA cache_size=-65536")
             self._migrate(now)
         except sqlite3.DatabaseError as e:
             raise StateError(f"cannot open the state database: {e}", file=str(path)) from e
@@ -249,7 +252,9 @@ class Store:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*_paper_row(paper), _ts(now), _ts(now)),
             )
-            self._touch_paper(paper.paper_id)
+            # Its page and the `all` feed; a new paper is in no topic yet (see _touch_paper).
+            self.touch("paper", paper.paper_id)
+            self.touch("topic", "all")
             return "new"
         merged = merge(old, paper)
         if merged == old:
@@ -314,6 +319,8 @@ class Store:
 
     def add_links(self, paper_id: str, links: Sequence[Link]) -> int:
         """Add links not yet known for a paper (never removing any); return how many."""
+        if not links:
+            return 0
         start = self.db.execute(
             "SELECT coalesce(max(position) + 1, 0) FROM links WHERE paper_id = ?", (paper_id,)
         ).fetchone()[0]
@@ -483,8 +490,14 @@ class Store:
         """Insert memberships known to be new (papers that had none), in bulk."""
         when = _ts(now)
         by_topic: dict[str, list[tuple[str, str, str, str, str]]] = {}
+        encoded: dict[tuple[Hit, ...], str] = {}  # most memberships share their hits
         for tid, pid, hits in rows:
-            matched = json.dumps([[h.term, h.field] for h in hits], ensure_ascii=False)
+            key = tuple(hits)  # the same tuple when it is one already
+            matched = encoded.get(key)
+            if matched is None:
+                matched = encoded[key] = json.dumps(
+                    [[h.term, h.field] for h in hits], ensure_ascii=False
+                )
             by_topic.setdefault(tid, []).append((tid, pid, when, matched, pid))
         for tid, group in by_topic.items():  # by topic, to count what was really inserted
             cursor = self.db.executemany(
@@ -836,10 +849,12 @@ class Store:
 
 
 def _paper_row(p: Paper) -> tuple[Any, ...]:
+    # Institutions field by field: asdict's deep copy costs more than the rest of the row.
+    institutions = [{"name": i.name, "name_zh": i.name_zh} for i in p.institutions]
     return (
         p.paper_id, p.title, p.title_zh,
         json.dumps(list(p.authors), ensure_ascii=False),
-        json.dumps([asdict(i) for i in p.institutions], ensure_ascii=False),
+        json.dumps(institutions, ensure_ascii=False),
         p.summary, p.comments, p.journal_ref, p.venue,
     )  # fmt: skip
 

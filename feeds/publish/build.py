@@ -268,9 +268,11 @@ def _reading_list(
     count.add(write_stream(path, page_of(front_rows)))
     stale = set(range(1, archives + 1)) if every else set()
     if not every and archives:
-        missing = {
-            k for k in range(1, archives + 1) if not (public / archive_path(view.id, k)).exists()
-        }
+        try:  # one listing, not a stat per part: a big topic has hundreds of parts
+            there = set(os.listdir(public / "topics" / view.id))
+        except FileNotFoundError:
+            there = set()
+        missing = {k for k in range(1, archives + 1) if f"{k}.html" not in there}
         # The part before a new one had the front page as its "newer" neighbour.
         stale |= missing | ({min(missing) - 1} - {0} if missing else set())
         if 0 < len(dirty_papers) <= 5000:

@@ -47,6 +47,7 @@ def _env() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
+        auto_reload=False,  # the templates are part of the package: no stat per render
     )
     env.globals.update(
         feed_path=feed_path, paper_path=paper_path, topic_path=topic_path,
