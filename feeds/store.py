@@ -746,14 +746,11 @@ class Store:
         ):
             self.touch("topic", str(tid))
 
+    DIRTY_KINDS = ("paper", "topic", "dropped", "archive")
+
     def dirty(self) -> dict[str, set[str]]:
-        """Return what must be rendered again: {"paper": ids, "topic": ids, "dropped": ids}."""
-        out: dict[str, set[str]] = {
-            "paper": set(),
-            "topic": set(),
-            "dropped": set(),
-            "archive": set(),
-        }
+        """Return what must be rendered again, by kind: {"paper": ids, "topic": ids, ...}."""
+        out: dict[str, set[str]] = {kind: set() for kind in self.DIRTY_KINDS}
         for kind, item_id in self.db.execute("SELECT kind, id FROM dirty"):
             out[str(kind)].add(str(item_id))
         return out

@@ -77,7 +77,9 @@ def publish(
     # one sweeps them all. Otherwise only the small folders are looked at.
     died = store.meta("publishing") == "1"
     full = force or store.meta("site") != _site_key(config) or not (public / "index.html").exists()
-    dirty = store.dirty()
+    # A full build renders everything and needs no list of what changed (which, after a
+    # first run over a big inbox, names every paper: not worth holding).
+    dirty = store.dirty() if not full else {k: set() for k in store.DIRTY_KINDS}
     if not full and not any(dirty.values()):
         # Temp files exist only if a publish died: otherwise there is nothing to look at.
         return WriteStats(0, 0, sweep(public, lambda _rel: True, papers=True) if died else 0)
