@@ -716,7 +716,10 @@ class Store:
                 ).fetchall()
                 for ids in (paper_ids[i : i + chunk] for i in range(0, len(paper_ids), chunk))
             )
+        decoded: dict[str, tuple[Hit, ...]] = {}
         for rows in batches:
+            if len(decoded) > 100_000:
+                decoded.clear()
             ids = [row[0] for row in rows]
             links = self.links_of(ids)
             topics: dict[str, list[tuple[str, tuple[Hit, ...]]]] = {pid: [] for pid in ids}
@@ -726,7 +729,10 @@ class Store:
                 ids,
             )
             for pid, topic_id, matched in members:
-                topics[pid].append((topic_id, tuple(Hit(t, f) for t, f in json.loads(matched))))
+                hits = decoded.get(matched)
+                if hits is None:  # memberships mostly share their hits (a venue's, say)
+                    hits = decoded[matched] = tuple(Hit(t, f) for t, f in json.loads(matched))
+                topics[pid].append((topic_id, hits))
             for row in rows:
                 pid = row[0]
                 yield _paper_from(row[:-1]), parse_ts(row[-1]), links[pid], topics[pid]
