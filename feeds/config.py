@@ -127,8 +127,8 @@ def load(subscriptions: Path, settings: Path | None) -> Config:
     key = _cache_key(subscriptions, settings)
     path = _cache_path(subscriptions, settings)
     if key is not None:
-        cached = _cache_read(path, key)
-        if cached is not None:
+        cached = cache_read(path, key)
+        if isinstance(cached, Config):
             return cached
     config = Config(
         settings=load_settings(settings),
@@ -138,7 +138,7 @@ def load(subscriptions: Path, settings: Path | None) -> Config:
     if key is not None:
         for topic in config.topics:  # computed now, so that the cache holds them
             _ = topic.fingerprint, topic.looks
-        _cache_write(path, key, config)
+        cache_write(path, key, config)
     return config
 
 
@@ -174,20 +174,30 @@ def _cache_path(subscriptions: Path, settings: Path | None) -> Path:
     return cache_dir() / f"config-{zlib.crc32(where):08x}.pickle"
 
 
-def _cache_read(path: Path, key: tuple[Any, ...]) -> Config | None:
+def cache_read(path: Path, key: object) -> object | None:
+    """Return what cache_write stored at path under an equal key; None for a missing,
+    damaged or foreign file, or another key (a miss is never an error)."""
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()  # unpickling makes many small objects that live on: nothing to collect
     try:
         with path.open("rb") as f:
-            stored_key, config = pickle.load(f)
+            stored_key, value = pickle.load(f)
     except Exception:  # noqa: BLE001 -- a missing, damaged or foreign file is just a miss
         return None
-    return config if stored_key == key and isinstance(config, Config) else None
+    finally:
+        if collecting:
+            gc.enable()
+    return value if stored_key == key else None
 
 
-def _cache_write(path: Path, key: tuple[Any, ...], config: Config) -> None:
+def cache_write(path: Path, key: object, value: object) -> None:
+    """Store value under key at path (atomically); a cache that cannot be written is none."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(pickle.dumps((key, config), protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.write_bytes(pickle.dumps((key, value), protocol=pickle.HIGHEST_PROTOCOL))
         os.replace(tmp, path)
     except OSError:
-        pass  # no cache (a read-only home, say): every run reads the files, as before
+        pass  # no cache (a read-only home, say): every run does the work, as before

@@ -332,39 +332,23 @@ def cached_matcher(topics: Sequence[tuple[str, Criteria]]) -> Matcher:
     """Return Matcher(topics), loaded from the cache folder when one was built before for
     the same topics by the same code, else built and saved there.
 
-    Building one for a thousand topics costs about three times as much as loading it, and
-    it is most of a run that adds one digest. A missing, damaged or foreign cache file is
-    just a miss; one file per working folder, overwritten, so the cache cannot grow.
+    Building one for a thousand topics costs about three times as much as loading it, a
+    large part of a run that adds one digest. One file per working folder, overwritten, so
+    the cache cannot grow.
     """
     import hashlib
     import os
-    import pickle
     import zlib
 
-    from feeds.config import CACHE_FORMAT, cache_dir, code_stamp
+    from feeds.config import CACHE_FORMAT, cache_dir, cache_read, cache_write, code_stamp
 
     key = hashlib.sha256(repr((CACHE_FORMAT, code_stamp(), list(topics))).encode()).hexdigest()
     path = cache_dir() / f"matcher-{zlib.crc32(os.getcwd().encode()):08x}.pickle"
-    collecting = gc.isenabled()
-    gc.disable()  # a hundred thousand small objects that live as long as the matcher
-    try:
-        with path.open("rb") as f:
-            stored_key, matcher = pickle.load(f)
-        if stored_key == key and isinstance(matcher, Matcher):
-            return matcher
-    except Exception:  # noqa: BLE001, S110 -- any failure to read is a miss
-        pass
-    finally:
-        if collecting:
-            gc.enable()
+    matcher = cache_read(path, key)
+    if isinstance(matcher, Matcher):
+        return matcher
     matcher = Matcher(topics)  # before any paper: its memo tables are empty when saved
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(pickle.dumps((key, matcher), protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(tmp, path)
-    except OSError:
-        pass  # no cache (a read-only home, say): the next run builds it again
+    cache_write(path, key, matcher)
     return matcher
 
 
