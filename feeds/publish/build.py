@@ -187,7 +187,9 @@ def publish(
     count.add(write_file(public / "feeds.opml", render.render_opml(site, [all_feed, *views])))
     count.add(write_file(public / "index.html", render.render_index(site, views, all_feed)))
 
-    removed = removed_pages + sweep(public, lambda _rel: True, papers=died)  # temp files
+    removed = removed_pages
+    if died:  # only a publish that was killed leaves temp files (see _replace)
+        removed += sweep(public, lambda _rel: True, papers=True)
     if full:  # whatever is not a current topic's goes (papers are never removed)
         ok = {topic_path(t) for t in wanted} | {feed_path(t, f) for t in wanted | {ALL}
                                                 for f in FORMATS}  # fmt: skip
@@ -269,11 +271,12 @@ def _reading_list(
         front_ids = [row[0] for row in front_rows]
     count.add(write_stream(path, page_of(front_rows)))
     stale = set(range(1, archives + 1)) if every else set()
+    folder = public / "topics" / view.id
+    try:  # one listing, not a stat per part: a big topic has hundreds of parts
+        there = set(os.listdir(folder))
+    except FileNotFoundError:
+        there = set()
     if not every and archives:
-        try:  # one listing, not a stat per part: a big topic has hundreds of parts
-            there = set(os.listdir(public / "topics" / view.id))
-        except FileNotFoundError:
-            there = set()
         missing = {k for k in range(1, archives + 1) if f"{k}.html" not in there}
         # The part before a new one had the front page as its "newer" neighbour.
         stale |= missing | ({min(missing) - 1} - {0} if missing else set())
@@ -297,12 +300,10 @@ def _reading_list(
             page = page_of(store.topic_rows(view.id, size, (k - 1) * size, view.count), k)
             count.add(write_stream(public / archive_path(view.id, k), page))
     removed = 0
-    folder = public / "topics" / view.id
-    if folder.is_dir():
-        for part in folder.iterdir():
-            if part.suffix == ".html" and part.stem.isdigit() and int(part.stem) > archives:
-                part.unlink()
-                removed += 1
+    for name in there:  # parts past the last: the list got shorter
+        if name.endswith(".html") and name[:-5].isdigit() and int(name[:-5]) > archives:
+            (folder / name).unlink(missing_ok=True)
+            removed += 1
     return removed
 
 

@@ -315,26 +315,27 @@ def render_opml(site: Site, feeds: Iterable[FeedView]) -> bytes:
 
 def render_index(site: Site, feeds: list[FeedView], all_feed: FeedView) -> bytes:
     template = _env().get_template("index.html")
-    links, rows = "", ""
+    links: list[str] = []
+    rows: list[str] = []
     for f in [all_feed, *feeds]:
         title, rss, atom, js = _esc(f.title), *(_esc(feed_path(f.id, x)) for x in FORMATS)
         for kind, name, href in (("atom+xml", "Atom", atom), ("rss+xml", "RSS", rss),
                                   ("feed+json", "JSON", js)):  # fmt: skip
-            links += f'<link rel="alternate" type="application/{kind}" title="{title} ({name})"'
-            links += f' href="{href}">\n'
-
-        rows += f'<tr><td><a href="{_esc(topic_path(f.id))}">{title}</a>'
-        if f.description:
-            rows += f'<br><span class="meta">{_esc(f.description)}</span>'
-        rows += (
-            f'</td><td>{f.count}</td><td class="sub"><a href="{rss}">RSS</a>'
+            links.append(
+                f'<link rel="alternate" type="application/{kind}" title="{title} ({name})"'
+                f' href="{href}">\n'
+            )
+        about = f'<br><span class="meta">{_esc(f.description)}</span>' if f.description else ""
+        rows.append(
+            f'<tr><td><a href="{_esc(topic_path(f.id))}">{title}</a>{about}</td>'
+            f'<td>{f.count}</td><td class="sub"><a href="{rss}">RSS</a>'
             f'<a href="{atom}">Atom</a><a href="{js}">JSON</a></td></tr>\n'
         )
     html = template.render(
         site=site,
         root="",
-        feed_links=Markup(links),
-        topic_rows=Markup(rows),
+        feed_links=Markup("".join(links)),
+        topic_rows=Markup("".join(rows)),
         topics=feeds,
         papers=all_feed.count,
         latest=[i for i in all_feed.items[:30] if isinstance(i, Item)],  # all are Items
