@@ -34,7 +34,7 @@ def is_partial(name: str) -> bool:
     return name.startswith(".") or name.endswith(_PARTIAL_SUFFIXES)
 
 
-def inbox_files(folders: Iterable[Path]) -> Iterator[Path]:
+def inbox_files(folders: Iterable[Path]) -> Iterator[str]:
     """Yield the digest files of each folder, in name order; skip files still being written.
 
     Raises DigestRejected for a folder that does not exist, so that the caller reports it.
@@ -42,16 +42,17 @@ def inbox_files(folders: Iterable[Path]) -> Iterator[Path]:
     for folder in folders:
         if not folder.is_dir():
             raise DigestRejected("inbox folder does not exist", file=str(folder))
-        # scandir: the listing says which entries are files, without a stat each (a year
-        # of digests is thousands of files, listed by every run).
+        # scandir: the listing says which entries are files, without a stat each; and
+        # paths as strings: a year of digests is thousands of files, listed by every run.
         with os.scandir(folder) as entries:
             names = [e.name for e in entries if not is_partial(e.name) and e.is_file()]
+        base = str(folder)  # joined as Path would write them: the state knows files by it
         for name in sorted(names):
-            yield folder / name
+            yield name if base == "." else os.path.join(base, name)
 
 
 def read_input(
-    path: Path,
+    path: str,
     settle: float = 0.0,
     now: float | None = None,
     known: Callable[[str, int, int], bool] | None = None,
@@ -61,18 +62,19 @@ def read_input(
     less than `settle` seconds ago, or changing as we read.
     """
     try:
-        before = path.stat()
-        if known is not None and known(str(path), before.st_size, before.st_mtime_ns):
+        before = os.stat(path)
+        if known is not None and known(path, before.st_size, before.st_mtime_ns):
             return None
         ready_at = before.st_mtime + settle
         if settle and (time.time() if now is None else now) < ready_at:
             return ready_at
-        content = path.read_bytes()
-        after = path.stat()
+        with open(path, "rb") as f:
+            content = f.read()
+        after = os.stat(path)
     except OSError as e:
         raise DigestRejected(f"cannot read: {e.strerror}", file=str(path)) from e
     if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or len(
         content
     ) != after.st_size:
         return (time.time() if now is None else now) + max(settle, 1.0)
-    return Input(str(path), content, stamp=(after.st_size, after.st_mtime_ns))
+    return Input(path, content, stamp=(after.st_size, after.st_mtime_ns))

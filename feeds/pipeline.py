@@ -117,14 +117,14 @@ def _inputs(
                 # Settling is judged on the real clock, like the files' modification times.
                 result = read_input(path, settle, None, store.known_file)
             except DigestRejected as e:
-                got.rejected.append(Rejection(e.file or str(path), e.message))
+                got.rejected.append(Rejection(e.file or path, e.message))
                 continue
             if result is None:
                 got.unchanged += 1
             elif isinstance(result, Input):
                 yield result
             else:
-                got.deferred.append(str(path))
+                got.deferred.append(path)
                 got.retry_at = min(result, got.retry_at or result)
     if s.sources and not offline:
         from feeds.remote import fetch_sources  # the network stack, only when used
