@@ -238,21 +238,24 @@ def render_json_feed(site: Site, feed: FeedView, reuse: dict[str, bytes] | None 
         "authors": [{"name": site.title, "url": site.base_url}],
         "items": [],
     }
-    text = json.dumps(doc, ensure_ascii=False, indent=2)
-    if feed.items:
-        old = reuse or {}
-        lines = ",\n    ".join(
-            old[key].decode()
-            if (key := item_id(item)) in old or isinstance(item, Kept)
-            else _json_item(site, item)
-            for item in feed.items
-        )
-        text = text.replace('"items": []', f'"items": [\n    {lines}\n  ]')
-    return (text + "\n").encode("utf-8")
+    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    if not feed.items:
+        return text.encode("utf-8")
+    # Spliced as bytes: reused items are bytes already. "items" is the last key, and the
+    # text before it cannot hold `"items": []` (quotes in values are escaped).
+    head, _items, tail = text.rpartition('"items": []')
+    old = reuse or {}
+    lines = b",\n    ".join(
+        old[key]
+        if (key := item_id(item)) in old or isinstance(item, Kept)
+        else _json_item(site, item)
+        for item in feed.items
+    )
+    return b"".join((head.encode(), b'"items": [\n    ', lines, b"\n  ]", tail.encode()))
 
 
 @lru_cache(maxsize=8192)
-def _json_item(site: Site, item: Item) -> str:
+def _json_item(site: Site, item: Item) -> bytes:
     p = item.paper
     data = {
         "id": item_id(item),
@@ -287,7 +290,7 @@ def _json_item(site: Site, item: Item) -> str:
             ],
         },
     }
-    return json.dumps(data, ensure_ascii=False)
+    return json.dumps(data, ensure_ascii=False).encode("utf-8")
 
 
 def render_opml(site: Site, feeds: Iterable[FeedView]) -> bytes:
