@@ -252,7 +252,7 @@ def _match(
     steady = [t for t in config.topics if known.get(t.id) == prints[t.id]]
     changed = store.has_unmatched()
     new_matches = {t.id: 0 for t in config.topics}
-    with store.transaction():
+    with store.transaction(), store.bulk_members():
         for topic_id in known.keys() - wanted:
             store.drop_topic(topic_id)
         groups = [(fresh, False), (steady, True)] if changed else [(fresh, False)]

@@ -119,6 +119,16 @@ def _opt_ts(dt: datetime | None) -> str | None:
     return _ts(dt) if dt else None
 
 
+_RESIZE = (
+    "INSERT INTO topic_sizes VALUES (?, ?) ON CONFLICT (topic_id) DO UPDATE SET n = n + excluded.n"
+)
+# The secondary indexes of memberships, as the schema creates them (see Store.bulk_members).
+_MEMBER_INDEXES = (
+    "CREATE INDEX members_order ON members (topic_id, entered DESC, seq)",
+    "CREATE INDEX members_paper ON members (paper_id)",
+)
+
+
 class Store:
     """A connection to the state database; one writer at a time (see feeds.lock)."""
 
@@ -471,6 +481,21 @@ class Store:
             self.touch("topic", topic_id)
         return False
 
+    @contextmanager
+    def bulk_members(self) -> Iterator[None]:
+        """Insert many memberships into an empty members table (a first build): its
+        secondary indexes are dropped and built once after, by sorting, instead of being
+        kept up to date row by row with writes all over indexes far larger than the page
+        cache. Within the caller's transaction: a run that dies keeps them."""
+        if self.db.execute("SELECT 1 FROM members LIMIT 1").fetchone() is not None:
+            yield
+            return
+        for sql in _MEMBER_INDEXES:
+            self.db.execute("DROP INDEX " + sql.split()[2])
+        yield
+        for sql in _MEMBER_INDEXES:
+            self.db.execute(sql)
+
     def members_of(self, topic_ids: set[str], unmatched_only: bool) -> set[tuple[str, str]]:
         """Return (topic id, paper id) memberships of these topics: all of them, or those
         of the papers waiting to be matched."""
@@ -499,13 +524,21 @@ class Store:
                     [[h.term, h.field] for h in hits], ensure_ascii=False
                 )
             by_topic.setdefault(tid, []).append((tid, pid, when, matched, pid))
-        for tid, group in by_topic.items():  # by topic, to count what was really inserted
-            cursor = self.db.executemany(
-                "INSERT OR IGNORE INTO members SELECT ?, ?, ?, seq, ? FROM papers"
-                " WHERE paper_id = ?",
-                group,
+        # One statement for the whole batch, in key order (topic, paper: the primary key's),
+        # rather than one per topic: a batch spans a thousand topics.
+        ordered = [row for tid in sorted(by_topic) for row in sorted(by_topic[tid])]
+        cursor = self.db.executemany(
+            "INSERT OR IGNORE INTO members SELECT ?, ?, ?, seq, ? FROM papers WHERE paper_id = ?",
+            ordered,
+        )
+        if cursor.rowcount == len(ordered):
+            self.db.executemany(_RESIZE, [(tid, len(group)) for tid, group in by_topic.items()])
+        else:  # some were there already (or their paper was not): count those topics again
+            self.db.executemany(
+                "INSERT OR REPLACE INTO topic_sizes"
+                " SELECT ?, count(*) FROM members WHERE topic_id = ?",
+                [(tid, tid) for tid in by_topic],
             )
-            self._resize(tid, cursor.rowcount)
         self.db.executemany(
             "INSERT OR IGNORE INTO dirty VALUES (?, ?)",
             [("topic", t) for t in {tid for tid, _pid, _h in rows}]
@@ -513,11 +546,7 @@ class Store:
         )
 
     def _resize(self, topic_id: str, delta: int) -> None:
-        self.db.execute(
-            "INSERT INTO topic_sizes VALUES (?, ?)"
-            " ON CONFLICT (topic_id) DO UPDATE SET n = n + excluded.n",
-            (topic_id, delta),
-        )
+        self.db.execute(_RESIZE, (topic_id, delta))
 
     def remove_member(self, topic_id: str, paper_id: str) -> None:
         cursor = self.db.execute(

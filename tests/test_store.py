@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from feeds.model import Paper
+from feeds.model import Hit, Paper
 from feeds.store import Store
 from feeds.text import paper_id
 
@@ -49,3 +49,25 @@ def test_known_files_are_read_once_and_compared_by_size_and_time(tmp_path: Path)
     assert not store.known_file("inbox/a.txt", 10, 112)  # touched
     assert not store.known_file("inbox/a.txt", 11, 111)  # grew
     assert not store.known_file("inbox/b.txt", 10, 111)  # never seen
+
+
+def test_topic_sizes_count_only_memberships_really_inserted(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state.sqlite3", NOW)
+    a, b = _paper("Paper A"), _paper("Paper B")
+    hits = (Hit("paper", "title"),)
+    with store.transaction():
+        store.put_paper(a, "d1", 1, NOW)
+        store.put_paper(b, "d1", 2, NOW)
+        store.add_members([("t1", a.paper_id, hits), ("t2", a.paper_id, hits)], NOW)
+        # One already there, one whose paper is unknown: neither is inserted or counted.
+        store.add_members(
+            [("t1", a.paper_id, hits), ("t1", b.paper_id, hits), ("t2", "no-such-paper", hits)],
+            NOW,
+        )
+
+    def counted(topic: str) -> int:
+        sql = "SELECT count(*) FROM members WHERE topic_id = ?"
+        return int(store.db.execute(sql, (topic,)).fetchone()[0])
+
+    assert store.member_counts() == {"t1": 2, "t2": 1} == {t: counted(t) for t in ("t1", "t2")}
+    store.close()
