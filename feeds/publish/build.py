@@ -74,7 +74,7 @@ def publish(
             if topic.id in looks and looks[topic.id] != topic.looks:
                 store.set_topic_looks(topic.id, topic.looks)  # a new title: render again
     # A publish that died (SIGKILL, power cut) may have left temp files anywhere: the next
-    # one sweeps them all. Otherwise only the small folders are looked at.
+    # one sweeps them all. Otherwise there are none, and nothing is looked at.
     died = store.meta("publishing") == "1"
     full = force or store.meta("site") != _site_key(config) or not (public / "index.html").exists()
     # A full build renders everything and needs no list of what changed (which, after a

@@ -485,7 +485,8 @@ def content_html(paper: Paper, links: tuple[Link, ...]) -> str:
 @lru_cache(maxsize=8)
 def _frame(site: Site, root: str) -> tuple[str, str, str]:
     # A page's frame (base.html) rendered once per site, around markers split out after:
-    # the pages that are rendered by the million fill it in Python.
+    # the pages that are rendered by the million fill it in Python. The markers are control
+    # characters, which config text never holds (removed at load, see configfile).
     html = _env().get_template("frame.html").render(site=site, root=root, title="\x00", main="\x01")
     head, rest = html.split("\x00")
     middle, tail = rest.split("\x01")
