@@ -338,11 +338,16 @@ def cached_matcher(topics: Sequence[tuple[str, Criteria]]) -> Matcher:
     """
     import hashlib
     import os
+    import sys
     import zlib
 
     from feeds.config import CACHE_FORMAT, cache_dir, cache_read, cache_write, code_stamp
 
-    key = hashlib.sha256(repr((CACHE_FORMAT, code_stamp(), list(topics))).encode()).hexdigest()
+    # The environment too: the automaton is pyahocorasick's own pickle, and one cache
+    # folder may serve several virtual environments with different versions of it.
+    where = (sys.version, sys.prefix)
+    made_of = repr((CACHE_FORMAT, where, code_stamp(), list(topics)))
+    key = hashlib.sha256(made_of.encode()).hexdigest()
     path = cache_dir() / f"matcher-{zlib.crc32(os.getcwd().encode()):08x}.pickle"
     matcher = cache_read(path, key)
     if isinstance(matcher, Matcher):
