@@ -21,6 +21,13 @@ ListRow = tuple[str, str, str | None, str | None, str, str]
 
 SCHEMA_VERSION = 2
 
+# The secondary indexes of memberships, by name: part of the schema, and dropped and made
+# again around a first build's inserts (see Store.bulk_members).
+_MEMBER_INDEXES = {
+    "members_order": "CREATE INDEX members_order ON members (topic_id, entered DESC, seq)",
+    "members_paper": "CREATE INDEX members_paper ON members (paper_id)",
+}
+
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE digests (
@@ -84,8 +91,7 @@ CREATE TABLE members (
     matched TEXT NOT NULL,          -- JSON [[term, field], ...]
     PRIMARY KEY (topic_id, paper_id)
 );
-CREATE INDEX members_order ON members (topic_id, entered DESC, seq);
-CREATE INDEX members_paper ON members (paper_id);
+-- its other indexes: _MEMBER_INDEXES, below
 CREATE TABLE sources (              -- remote digests: conditional GET state and health
     url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, last_ok TEXT, last_change TEXT,
     failures INTEGER NOT NULL DEFAULT 0, next_try TEXT, error TEXT
@@ -101,6 +107,7 @@ CREATE TABLE files (                -- inbox files already read: unchanged ones 
 CREATE TABLE runs (id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT,
     summary TEXT);
 """
+_SCHEMA += "".join(f"{sql};\n" for sql in _MEMBER_INDEXES.values())
 
 
 def _ts(dt: datetime) -> str:
@@ -121,11 +128,6 @@ def _opt_ts(dt: datetime | None) -> str | None:
 
 _RESIZE = (
     "INSERT INTO topic_sizes VALUES (?, ?) ON CONFLICT (topic_id) DO UPDATE SET n = n + excluded.n"
-)
-# The secondary indexes of memberships, as the schema creates them (see Store.bulk_members).
-_MEMBER_INDEXES = (
-    "CREATE INDEX members_order ON members (topic_id, entered DESC, seq)",
-    "CREATE INDEX members_paper ON members (paper_id)",
 )
 
 
@@ -490,10 +492,10 @@ class Store:
         if self.db.execute("SELECT 1 FROM members LIMIT 1").fetchone() is not None:
             yield
             return
-        for sql in _MEMBER_INDEXES:
-            self.db.execute("DROP INDEX " + sql.split()[2])
+        for name in _MEMBER_INDEXES:
+            self.db.execute(f"DROP INDEX {name}")
         yield
-        for sql in _MEMBER_INDEXES:
+        for sql in _MEMBER_INDEXES.values():
             self.db.execute(sql)
 
     def members_of(self, topic_ids: set[str], unmatched_only: bool) -> set[tuple[str, str]]:
