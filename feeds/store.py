@@ -10,6 +10,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,18 @@ def _opt_ts(dt: datetime | None) -> str | None:
     return _ts(dt) if dt else None
 
 
+_PAPER_COLS = "paper_id, title, title_zh, authors, institutions, summary, comments,"
+_PAPER_COLS += " journal_ref, venue"
+# From a topic's memberships and their papers: what a reading-list row shows (ListRow),
+# and what a feed item is made of (the paper, its entry date and hits).
+_MEMBERS = " FROM members m JOIN papers p ON p.paper_id = m.paper_id"
+_ROWS = "SELECT p.paper_id, p.title, p.title_zh, p.venue, m.entered, m.matched" + _MEMBERS
+_ITEMS = (
+    "SELECT "
+    + ", ".join(f"p.{c.strip()}" for c in _PAPER_COLS.split(","))
+    + ", m.entered, m.matched"
+    + _MEMBERS
+)
 _RESIZE = (
     "INSERT INTO topic_sizes VALUES (?, ?) ON CONFLICT (topic_id) DO UPDATE SET n = n + excluded.n"
 )
@@ -280,19 +293,16 @@ class Store:
         self._touch_paper(paper.paper_id)
         return "changed"
 
-    _PAPER_COLS = "paper_id, title, title_zh, authors, institutions, summary, comments,"
-    _PAPER_COLS += " journal_ref, venue"
-
     def paper(self, paper_id: str) -> Paper | None:
         row = self.db.execute(
-            f"SELECT {self._PAPER_COLS} FROM papers WHERE paper_id = ?", (paper_id,)
+            f"SELECT {_PAPER_COLS} FROM papers WHERE paper_id = ?", (paper_id,)
         ).fetchone()
         return None if row is None else _paper_from(row)
 
     def papers(self, paper_ids: Iterable[str] | None = None) -> Iterator[Paper]:
         """Yield papers in arrival order: all of them, or those with the given ids."""
         if paper_ids is None:
-            rows = self.db.execute(f"SELECT {self._PAPER_COLS} FROM papers ORDER BY seq")
+            rows = self.db.execute(f"SELECT {_PAPER_COLS} FROM papers ORDER BY seq")
             for row in rows:
                 yield _paper_from(row)
             return
@@ -305,9 +315,7 @@ class Store:
         """Yield the papers waiting to be matched, in arrival order, in one query."""
         # "+seq": ordering by the rowid itself would make SQLite walk the whole table in
         # order rather than use the index of the few unmatched papers and sort them.
-        rows = self.db.execute(
-            f"SELECT {self._PAPER_COLS} FROM papers WHERE unmatched ORDER BY +seq"
-        )
+        rows = self.db.execute(f"SELECT {_PAPER_COLS} FROM papers WHERE unmatched ORDER BY +seq")
         for row in rows:
             yield _paper_from(row)
 
@@ -598,10 +606,7 @@ class Store:
         With the topic's `count`, a slice nearer the newest end is skipped to from there:
         OFFSET walks every row it skips, and the parts a run rewrites are the newest ones.
         """
-        sql = (
-            "SELECT p.paper_id, p.title, p.title_zh, p.venue, m.entered, m.matched"
-            " FROM members m JOIN papers p ON p.paper_id = m.paper_id WHERE m.topic_id = ?"
-        )
+        sql = _ROWS + " WHERE m.topic_id = ?"
         newest_first = sql + " ORDER BY m.entered DESC, m.seq LIMIT ? OFFSET ?"
         if offset is None:
             return self.db.execute(newest_first, (topic_id, limit, 0)).fetchall()
@@ -627,9 +632,7 @@ class Store:
         for start in range(0, len(paper_ids), 500):
             chunk = paper_ids[start : start + 500]
             rows = self.db.execute(
-                "SELECT p.paper_id, p.title, p.title_zh, p.venue, m.entered, m.matched"
-                " FROM members m JOIN papers p ON p.paper_id = m.paper_id"
-                f" WHERE m.topic_id = ? AND m.paper_id IN ({','.join('?' * len(chunk))})",
+                _ROWS + f" WHERE m.topic_id = ? AND m.paper_id IN ({','.join('?' * len(chunk))})",
                 (topic_id, *chunk),
             )
             found.update((row[0], row) for row in rows)
@@ -642,9 +645,7 @@ class Store:
         oldest-first positions (k-1)*size.., newest first), from one pass over the topic
         (an OFFSET per part would scan the topic again for each: quadratic in its size)."""
         cursor = self.db.execute(
-            "SELECT p.paper_id, p.title, p.title_zh, p.venue, m.entered, m.matched"
-            " FROM members m JOIN papers p ON p.paper_id = m.paper_id WHERE m.topic_id = ?"
-            " ORDER BY m.entered, m.seq DESC",
+            _ROWS + " WHERE m.topic_id = ? ORDER BY m.entered, m.seq DESC",
             (topic_id,),
         )
         for k in range(1, parts + 1):
@@ -659,26 +660,19 @@ class Store:
     ) -> Iterator[tuple[Paper, datetime, tuple[Hit, ...]]]:
         """Yield a topic's papers newest first (digest order among equals), with entry
         dates and hits; read as they are used, so a huge topic does not fill memory."""
-        cols = ", ".join(f"p.{c.strip()}" for c in self._PAPER_COLS.split(","))
-        sql = (
-            f"SELECT {cols}, m.entered, m.matched FROM members m"
-            " JOIN papers p ON p.paper_id = m.paper_id WHERE m.topic_id = ?"
-            " ORDER BY m.entered DESC, m.seq"
-        )
+        sql = _ITEMS + " WHERE m.topic_id = ? ORDER BY m.entered DESC, m.seq"
         args: tuple[Any, ...] = (topic_id,)
         if limit is not None:
             sql += " LIMIT ?"
             args += (limit,)
         for row in self.db.execute(sql, args):
-            hits = tuple(Hit(t, f) for t, f in json.loads(row[-1]))
-            yield _paper_from(row[:-2]), parse_ts(row[-2]), hits
+            yield _paper_from(row[:-2]), parse_ts(row[-2]), _hits(row[-1])
 
     def topic_heads(self, topic_id: str, limit: int) -> list[tuple[str, str, datetime]]:
         """Return (paper id, title, entry date) of a topic's newest `limit` papers, newest
         first: what says which feed items a topic has, without reading the papers."""
         rows = self.db.execute(
-            "SELECT m.paper_id, p.title, m.entered FROM members m"
-            " JOIN papers p ON p.paper_id = m.paper_id WHERE m.topic_id = ?"
+            "SELECT m.paper_id, p.title, m.entered" + _MEMBERS + " WHERE m.topic_id = ?"
             " ORDER BY m.entered DESC, m.seq LIMIT ?",
             (topic_id, limit),
         )
@@ -688,24 +682,20 @@ class Store:
         self, topic_id: str, paper_ids: Sequence[str]
     ) -> dict[str, tuple[Paper, datetime, tuple[Hit, ...]]]:
         """Return some of a topic's papers with their entry dates and hits, by paper id."""
-        cols = ", ".join(f"p.{c.strip()}" for c in self._PAPER_COLS.split(","))
         found = {}
         for start in range(0, len(paper_ids), 500):
             chunk = paper_ids[start : start + 500]
             rows = self.db.execute(
-                f"SELECT {cols}, m.entered, m.matched FROM members m"
-                " JOIN papers p ON p.paper_id = m.paper_id"
-                f" WHERE m.topic_id = ? AND m.paper_id IN ({','.join('?' * len(chunk))})",
+                _ITEMS + f" WHERE m.topic_id = ? AND m.paper_id IN ({','.join('?' * len(chunk))})",
                 (topic_id, *chunk),
             )
             for row in rows:
-                hits = tuple(Hit(t, f) for t, f in json.loads(row[-1]))
-                found[row[0]] = (_paper_from(row[:-2]), parse_ts(row[-2]), hits)
+                found[row[0]] = (_paper_from(row[:-2]), parse_ts(row[-2]), _hits(row[-1]))
         return found
 
     def all_items(self, limit: int | None = None) -> Iterator[tuple[Paper, datetime]]:
         """Yield every paper newest first, with when it was first seen."""
-        sql = f"SELECT {self._PAPER_COLS}, first_seen FROM papers ORDER BY first_seen DESC, seq"
+        sql = f"SELECT {_PAPER_COLS}, first_seen FROM papers ORDER BY first_seen DESC, seq"
         rows = self.db.execute(sql + " LIMIT ?", (limit,)) if limit else self.db.execute(sql)
         for row in rows:
             yield _paper_from(row[:-1]), parse_ts(row[-1])
@@ -734,7 +724,7 @@ class Store:
         """Yield what a paper's page shows: the paper, when first seen, its links and its
         topics with hits; for every paper (arrival order) or the given ones. Read a chunk
         at a time: three queries per chunk instead of four per paper."""
-        cols = self._PAPER_COLS + ", first_seen"
+        cols = _PAPER_COLS + ", first_seen"
         if paper_ids is None:
             cursor = self.db.execute(f"SELECT {cols} FROM papers ORDER BY seq")
             batches: Iterator[list[Any]] = iter(lambda: cursor.fetchmany(chunk), [])
@@ -747,10 +737,7 @@ class Store:
                 ).fetchall()
                 for ids in (paper_ids[i : i + chunk] for i in range(0, len(paper_ids), chunk))
             )
-        decoded: dict[str, tuple[Hit, ...]] = {}
         for rows in batches:
-            if len(decoded) > 100_000:
-                decoded.clear()
             ids = [row[0] for row in rows]
             links = self.links_of(ids)
             topics: dict[str, list[tuple[str, tuple[Hit, ...]]]] = {pid: [] for pid in ids}
@@ -760,10 +747,7 @@ class Store:
                 ids,
             )
             for pid, topic_id, matched in members:
-                hits = decoded.get(matched)
-                if hits is None:  # memberships mostly share their hits (a venue's, say)
-                    hits = decoded[matched] = tuple(Hit(t, f) for t, f in json.loads(matched))
-                topics[pid].append((topic_id, hits))
+                topics[pid].append((topic_id, _hits(matched)))
             for row in rows:
                 pid = row[0]
                 yield _paper_from(row[:-1]), parse_ts(row[-1]), links[pid], topics[pid]
@@ -891,6 +875,12 @@ def _paper_row(p: Paper) -> tuple[Any, ...]:
         json.dumps(institutions, ensure_ascii=False),
         p.summary, p.comments, p.journal_ref, p.venue,
     )  # fmt: skip
+
+
+@lru_cache(maxsize=65536)
+def _hits(matched: str) -> tuple[Hit, ...]:
+    """Decode a membership's hits; memberships mostly share them (a venue's, say)."""
+    return tuple(Hit(t, f) for t, f in json.loads(matched))
 
 
 def _paper_from(row: Sequence[Any]) -> Paper:

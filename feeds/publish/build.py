@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from feeds.publish.view import FeedView, PaperView, Site
 
 ALL = "all"
-FORMATS = ("rss", "atom", "json")
 
 
 @dataclass
@@ -89,7 +88,15 @@ def publish(
     # Only when something is written: jinja2 and feedgen above all, but every module
     # counts when a run with nothing to do should take a blink.
     from feeds.publish import render
-    from feeds.publish.view import FeedView, Kept, Site, feed_path, paper_path, topic_path
+    from feeds.publish.view import (
+        FORMATS,
+        FeedView,
+        Kept,
+        Site,
+        feed_path,
+        paper_path,
+        topic_path,
+    )
 
     site = Site(title=s.site_title, base_url=s.base_url)
 

@@ -18,6 +18,7 @@ from markupsafe import Markup, escape
 from feeds import __version__
 from feeds.model import Hit, Item, Link, Paper
 from feeds.publish.view import (
+    FORMATS,
     FeedView,
     Kept,
     PaperView,
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from feedgen.entry import FeedEntry
 
 GENERATOR_URI = "https://pypi.org/project/paperfeeds/"
-FORMATS = ("rss", "atom", "json")
 
 
 @cache

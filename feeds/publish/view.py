@@ -7,6 +7,7 @@ from datetime import datetime
 
 from feeds.model import Hit, Item, Link, Paper
 
+FORMATS = ("rss", "atom", "json")  # every feed is written in each (see feed_path)
 KIND_ORDER = ("paper", "project", "code", "video", "venue", "other")
 _BEST = ("paper", "project", "code")
 
