@@ -4,7 +4,6 @@ to do). Reading and validating the YAML files is feeds.configfile's work."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 from dataclasses import dataclass, field
@@ -53,11 +52,14 @@ class Topic:
     @cached_property
     def fingerprint(self) -> str:
         """A hash of what decides the topic's papers (not its title or size)."""
+        import hashlib  # hashlib loads OpenSSL (~3 ms): not on a run that reads the cache
+
         return hashlib.sha256(repr(self.criteria).encode()).hexdigest()[:16]
 
     @cached_property
     def looks(self) -> str:
         """A hash of what the topic's pages show besides its papers (title, size)."""
+        import hashlib
         import json
 
         data = [self.title, self.description, self.max_items]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -26,6 +25,8 @@ class Input:
 
     @property
     def digest_hash(self) -> str:
+        import hashlib  # only for new content: a run with nothing new does not load OpenSSL
+
         return hashlib.sha256(self.content).hexdigest()
 
 

@@ -7,10 +7,8 @@ the site settings change or public/ is missing, everything is rendered again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -54,7 +52,9 @@ def _site_key(config: Config) -> str:
     s = config.settings
     data = [s.site_title, s.base_url, s.max_items, str(Path(s.public_dir).resolve())]
     data += [RENDER_FORMAT, __version__]
-    return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
+    # The text itself, not a hash of it: every run compares it, and hashlib's import
+    # (OpenSSL) would cost a run that has nothing to do more than the rest of publish().
+    return json.dumps(data, ensure_ascii=False)
 
 
 def publish(
@@ -208,6 +208,8 @@ def publish(
                     (public / rel).unlink()
                     removed += 1
             if (public / "topics" / gone).is_dir():
+                import shutil  # rare: not imported by every run
+
                 shutil.rmtree(public / "topics" / gone)
     if count.written or removed:
         os.sync()  # one sync for the whole run instead of an fsync per file
