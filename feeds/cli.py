@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from collections.abc import Callable
@@ -280,4 +281,10 @@ def serve(public: Path | None, settings: Path | None, host: str, port: int, verb
 
 
 def main() -> None:
-    cli()
+    try:
+        cli()
+    finally:
+        # The process ends with the command. Its last garbage collection would walk every
+        # object left (the config, click's, the modules') for cycles that exiting frees
+        # anyway: ~8 ms, a tenth of a run with nothing to do. It skips frozen objects.
+        gc.freeze()

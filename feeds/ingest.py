@@ -7,9 +7,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from feeds.errors import DigestRejected
-from feeds.model import SourceState
+
+if TYPE_CHECKING:
+    from feeds.model import SourceState
 
 _PARTIAL_SUFFIXES = (".tmp", ".part", "~")
 

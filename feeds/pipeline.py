@@ -5,16 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from feeds.config import Config
 from feeds.errors import DigestRejected
 from feeds.ingest import Input, inbox_files, read_input
 from feeds.lock import exclusive
-from feeds.model import Diagnostic, Hit
 from feeds.publish.build import publish
 from feeds.publish.write import WriteStats
 from feeds.store import Store
+
+if TYPE_CHECKING:
+    from feeds.model import Diagnostic, Hit
 
 Progress = Callable[[str], None]
 
@@ -90,13 +92,17 @@ def run(
             store.close()
 
 
-@dataclass
 class _Collected:
-    rejected: list[Rejection] = field(default_factory=list)
-    deferred: list[str] = field(default_factory=list)
-    retry_at: float | None = None
-    stale: list[str] = field(default_factory=list)
-    unchanged: int = 0  # files read before and not changed since
+    """What reading the inputs met besides new content, filled in as they are read."""
+
+    # A plain class, not a dataclass: making one costs ~1 ms at import, 1% of a run that
+    # has nothing to do.
+    def __init__(self) -> None:
+        self.rejected: list[Rejection] = []
+        self.deferred: list[str] = []
+        self.retry_at: float | None = None
+        self.stale: list[str] = []
+        self.unchanged = 0  # files read before and not changed since
 
 
 def _inputs(

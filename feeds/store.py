@@ -12,10 +12,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from feeds.errors import StateError
-from feeds.model import Diagnostic, Hit, Institution, Link, Paper, SourceState, merge
+
+# The model's classes are imported where papers, links and sources are made: a run with
+# nothing to do makes none, and creating the classes costs it several milliseconds.
+if TYPE_CHECKING:
+    from feeds.model import Diagnostic, Hit, Link, Paper, SourceState
 
 # A reading-list row: (paper_id, title, title_zh, venue, entered timestamp, hits as JSON).
 ListRow = tuple[str, str, str | None, str | None, str, str]
@@ -259,6 +263,8 @@ class Store:
         return [(str(n), str(s), str(r)) for n, s, r in rows]
 
     def diagnostics(self) -> list[Diagnostic]:
+        from feeds.model import Diagnostic
+
         rows = self.db.execute("SELECT file, line, message FROM diagnostics ORDER BY rowid")
         return [Diagnostic(str(f), int(n), str(m)) for f, n, m in rows]
 
@@ -281,6 +287,8 @@ class Store:
             self.touch("paper", paper.paper_id)
             self.touch("topic", "all")
             return "new"
+        from feeds.model import merge
+
         merged = merge(old, paper)
         if merged == old:
             return "same"
@@ -702,6 +710,8 @@ class Store:
 
     def links_of(self, paper_ids: Iterable[str]) -> dict[str, tuple[Link, ...]]:
         """Return the links (with their latest check) of some papers."""
+        from feeds.model import Link
+
         ids = list(paper_ids)
         found: dict[str, list[Link]] = {pid: [] for pid in ids}
         for start in range(0, len(ids), 500):  # SQLite's limit on parameters is generous
@@ -812,6 +822,8 @@ class Store:
     # -- remote sources -----------------------------------------------------------------
 
     def source(self, url: str) -> SourceState:
+        from feeds.model import SourceState
+
         row = self.db.execute(
             "SELECT etag, last_modified, last_ok, last_change, failures, next_try, error"
             " FROM sources WHERE url = ?",
@@ -880,10 +892,14 @@ def _paper_row(p: Paper) -> tuple[Any, ...]:
 @lru_cache(maxsize=65536)
 def _hits(matched: str) -> tuple[Hit, ...]:
     """Decode a membership's hits; memberships mostly share them (a venue's, say)."""
+    from feeds.model import Hit
+
     return tuple(Hit(t, f) for t, f in json.loads(matched))
 
 
 def _paper_from(row: Sequence[Any]) -> Paper:
+    from feeds.model import Institution, Paper  # ~1 us a row: <1% of reading one
+
     pid, title, title_zh, authors, institutions, summary, comments, journal_ref, venue = row
     return Paper(
         paper_id=pid,
