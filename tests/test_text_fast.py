@@ -12,7 +12,15 @@ import uuid
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from feeds.text import PAPER_NAMESPACE, fold, paper_id, strip_accents, title_key
+from feeds.text import (
+    PAPER_NAMESPACE,
+    clean_xml,
+    fold,
+    paper_id,
+    strip_accents,
+    title_key,
+    xml_clean,
+)
 
 
 def fold_by_definition(text: str) -> str:
@@ -64,7 +72,25 @@ def test_title_keys_and_paper_ids_are_unchanged(title: str) -> None:
 def test_title_key_of_every_ascii_character() -> None:
     for code in range(128):
         title = f"a{chr(code)}b {chr(code)}"
-        assert title_key(title) == " ".join(re.sub(r"[\W_]+", " ", title.lower()).split())
+        key = " ".join(re.sub(r"[\W_]+", " ", title.lower()).split())
+        assert title_key(title) == key
+        assert paper_id(title) == uuid.uuid5(PAPER_NAMESPACE, key).hex[:16], hex(code)
+
+
+def test_xml_clean_says_whether_clean_xml_changes_the_text() -> None:
+    # Every character alone and between others: a test on the bytes must not be fooled by
+    # a neighbour's bytes (U+00A0 is \xc2\xa0; U+FFFD is \xef\xbf\xbd).
+    for code in range(0x110000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue  # not in UTF-8 text: decoding rejects the file first
+        for text in (chr(code), f"a\u00a0{chr(code)}\ufffdb"):
+            assert xml_clean(text.encode(), text) == (clean_xml(text) == text), hex(code)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8")))
+def test_xml_clean_of_any_text(text: str) -> None:
+    assert xml_clean(text.encode(), text) == (clean_xml(text) == text)
 
 
 def test_fold_of_every_single_character() -> None:
