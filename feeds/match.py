@@ -24,7 +24,10 @@ from feeds.text import fold, has_cjk, strip_accents
 # Letters and digits of alphabetic scripts. CJK is deliberately absent: `扩散LLM推理`
 # contains the word `LLM`, which Python's \b (CJK counts as \w) would not find.
 _WORD = r"[0-9a-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff\u1e00-\u1eff]"
-_WORD_CHARS = frozenset(c for c in map(chr, range(0x1F00)) if re.match(_WORD, c))  # all of them
+# The same, as a set (a test checks every character); from the ranges, not by matching
+# each character: that took 4 ms of every run that matches.
+_WORD_RANGES = ((0x30, 0x39), (0x61, 0x7A), (0xC0, 0x24F), (0x370, 0x4FF), (0x1E00, 0x1EFF))
+_WORD_CHARS = frozenset(chr(c) for lo, hi in _WORD_RANGES for c in range(lo, hi + 1))
 _SEP = r"[\s\-_\u2010-\u2015]+"
 _SPLIT = re.compile(_SEP)
 # Separators but the space (\s is what str.isspace says; none is past U+3000, a test checks).

@@ -123,3 +123,38 @@ def test_a_built_matcher_is_reused_while_the_topics_stay_the_same(
         path.write_bytes(path.read_bytes()[:100])
     again = match.cached_matcher(_topics("speculative decoding", "diffusion"))
     assert again.match(paper) == built.match(paper)
+
+
+def test_compiled_templates_are_kept_and_a_bad_cache_is_only_a_miss(files: Path) -> None:
+    import jinja2
+
+    from feeds.publish import render
+
+    def compiled() -> bool:
+        """Whether loading a template compiles it, with a fresh environment."""
+        render._env.cache_clear()
+        called = []
+        real = jinja2.Environment.compile
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(
+                jinja2.Environment, "compile", lambda *a, **k: called.append(1) or real(*a, **k)
+            )
+            render._env().get_template("topic.html")
+        return bool(called)
+
+    try:
+        assert compiled()  # the first time
+        saved = list((cache_dir() / "templates").iterdir())
+        assert saved
+        assert not compiled()  # then loaded
+        for path in saved:  # damaged: Jinja's header intact, the rest not
+            path.write_bytes(jinja2.bccache.bc_magic + b"\x80garbage")
+        assert compiled()
+        assert not compiled()  # and saved again
+        (files / "blocked").write_text("a file where the cache folder would go")
+        with pytest.MonkeyPatch.context() as m:
+            m.setenv("XDG_CACHE_HOME", str(files / "blocked"))
+            assert compiled()  # no cache, and no error
+            assert compiled()
+    finally:
+        render._env.cache_clear()
