@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from feeds.config import FIELDS, Criteria  # kept with the config, which loads without us
 from feeds.model import Hit, Paper
@@ -292,8 +292,8 @@ _FIELD_SEP = "\x00"
 
 # A term of a topic as the fast matcher evaluates it: what it is found as (a literal's variant
 # number, or -1 - the number of a regular expression), its place in its clause, its text, the
-# topic's fields in order (bit, name), and its hits by the fields it is found in (those in
-# several fields made as met).
+# topic's fields in order (bit, name), and its hits by the fields it is found in (made as
+# met, see _hits: a cached matcher loads faster without them).
 _Ref = tuple[int, int, str, tuple[tuple[int, str], ...], dict[int, tuple[Hit, ...]]]
 
 # A topic to evaluate when a variant is found in certain fields; for a topic that is a clause
@@ -301,8 +301,9 @@ _Ref = tuple[int, int, str, tuple[tuple[int, str], ...], dict[int, tuple[Hit, ..
 _Trigger = tuple[int, int, tuple[_Ref, ...] | None]
 
 
-@dataclass(frozen=True, slots=True)
-class _Clause:
+# Plain named tuples: a cached matcher holds a thousand topics of them, and a tuple loads
+# from a pickle far faster than a dataclass with slots (a Python call per object).
+class _Clause(NamedTuple):
     """Terms of which at least one must be found: a topic's `any`, or one `all` group."""
 
     refs: tuple[_Ref, ...]
@@ -310,15 +311,13 @@ class _Clause:
     regexes: tuple[int, ...]  # places of regular expressions in refs
 
 
-@dataclass(frozen=True, slots=True)
-class _Regex:
+class _Regex(NamedTuple):
     pattern: re.Pattern[str]
     fields: int  # where any topic looks for it
     literal: int  # variant number of the literal every match contains, or -1
 
 
-@dataclass(frozen=True, slots=True)
-class _Topic:
+class _Topic(NamedTuple):
     """One topic's rules in the form the fast matcher evaluates them."""
 
     fields: int
@@ -401,9 +400,8 @@ class Matcher:
             order = orders.get(names)
             if order is None:
                 order = orders[names] = tuple((_FIELD_BIT[n], n) for n in names)
-            if term.variant is not None:  # hits in one field made now: most are that
-                by_fields: dict[int, tuple[Hit, ...]] = {b: (Hit(term.text, n),) for b, n in order}
-                return self._variant(term.variant), place, term.text, order, by_fields
+            if term.variant is not None:
+                return self._variant(term.variant), place, term.text, order, {}
             number = regex_numbers.setdefault(term.source, len(regex_numbers))
             if number == len(regexes):
                 regexes.append((term, 0))
