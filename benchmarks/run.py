@@ -24,6 +24,7 @@ import argparse
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -193,27 +194,31 @@ def full_phase(work: Path, inbox: Path) -> None:
         shutil.move(f, inbox / f"zz-new-{f.name}")
     inc, inc_peak, _ = feeds_run(work)  # measured: start-up counts, the hooks cost ~1 ms
     _, noop_peak, _ = feeds_run(work)
-    noops = sorted(feeds_run(work, measured=False)[0] for _ in range(5))
-    noop = noops[2]  # the median of five, as `feeds run` starts
-    python_s = _median_wall([sys.executable, "-c", "pass"])
-    import_s = _median_wall([sys.executable, "-c", "import feeds.cli"])
+    # Each no-op run next to a `python -c pass`, so that both see the same machine: a shared
+    # one's start-up time drifts by a third within the hour.
+    noops, passes = [], []
+    for _ in range(11):
+        noops.append(feeds_run(work, measured=False)[0])
+        passes.append(_wall([sys.executable, "-c", "pass"]))
+    noop, python_s = statistics.median(noops), statistics.median(passes)
+    import_s = statistics.median(
+        _wall([sys.executable, "-c", "import feeds.cli"]) for _ in range(5)
+    )
     print(f"\nnew 10-paper digest: {inc * 1000:.0f} ms wall (peak {inc_peak} MB)")
-    print(f"no-op run:           {noop * 1000:.0f} ms wall, median of 5 "
-          f"(fastest {noops[0] * 1000:.0f} ms; peak {noop_peak} MB)")  # fmt: skip
-    print(f"  baselines: `python -c pass` {python_s * 1000:.0f} ms, "
+    print(f"no-op run:           {noop * 1000:.0f} ms wall, median of 11 "
+          f"(fastest {min(noops) * 1000:.0f} ms; peak {noop_peak} MB)")  # fmt: skip
+    print(f"  baselines: `python -c pass` {python_s * 1000:.0f} ms (run between the no-op runs: "
+          f"they take {(noop - python_s) * 1000:.0f} ms more), "
           f"`import feeds.cli` {import_s * 1000:.0f} ms")  # fmt: skip
     # Only now: deleting as many files as the build wrote keeps the file system busy for a
     # while (discards), which would slow the runs timed above.
     shutil.rmtree(work / "fs-floor")
 
 
-def _median_wall(cmd: list[str]) -> float:
-    walls = []
-    for _ in range(5):
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True)
-        walls.append(time.perf_counter() - start)
-    return sorted(walls)[2]
+def _wall(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    return time.perf_counter() - start
 
 
 def main() -> None:
