@@ -70,10 +70,11 @@ def publish(
     """Render and write what changed; return how many files were written and removed."""
     s = config.settings
     public = Path(s.public_dir)
-    with store.transaction():
-        looks = store.topic_looks()
-        for topic in config.topics:
-            if topic.id in looks and looks[topic.id] != topic.looks:
+    looks = store.topic_looks()
+    retitled = [t for t in config.topics if t.id in looks and looks[t.id] != t.looks]
+    if retitled:  # a write lock only when there is something to write
+        with store.transaction():
+            for topic in retitled:
                 store.set_topic_looks(topic.id, topic.looks)  # a new title: render again
     # A publish that died (SIGKILL, power cut) may have left temp files anywhere: the next
     # one sweeps them all. Otherwise there are none, and nothing is looked at.
