@@ -15,7 +15,7 @@ import click
 
 from feeds import __version__
 from feeds.config import Config, load
-from feeds.errors import ConfigError, FeedsError
+from feeds.errors import ConfigError, FeedsError, StateError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 DEFAULT_SUBSCRIPTIONS = Path("config/subscriptions.yaml")
@@ -230,8 +230,11 @@ def watch(
     def cycle() -> float | None:
         try:
             summary = run_cycle(config, offline=offline, settle=s.settle, lock_wait=5)
-        except FeedsError as e:  # e.g. a `feeds run` holds the lock: next time
+        except StateError as e:  # e.g. a `feeds run` holds the lock: next time
             logging.getLogger("feeds.watch").warning("cycle skipped: %s", e)
+            return None
+        except FeedsError as e:  # public/ cannot be written, say: told, and tried next time
+            logging.getLogger("feeds.watch").error("cycle failed: %s", e)
             return None
         if as_json:
             click.echo(json.dumps(summary.as_json(), ensure_ascii=False))

@@ -33,3 +33,11 @@ class DigestRejected(FeedsError):
 
 class StateError(FeedsError):
     """The state database cannot be opened, is locked, or is from a newer version."""
+
+
+class PublishError(FeedsError):
+    """public/ cannot be written (permissions, a full disk, a file where a folder should be).
+
+    The files published before stay whole, and the state still marks what was not
+    published: the next run writes it.
+    """

@@ -29,7 +29,6 @@ import time
 import feeds.publish.write as write
 
 DELAY = float(sys.argv.pop(1))
-write_file = write.write_file
 
 
 class SlowOs:
@@ -43,15 +42,7 @@ class SlowOs:
         os.replace(src, dst)
 
 
-def slow_write_file(path, data):
-    write.os = SlowOs()
-    try:
-        return write_file(path, data)
-    finally:
-        write.os = os
-
-
-write.write_file = slow_write_file
+write.os = SlowOs()
 from feeds.cli import main
 
 sys.argv[0] = "feeds"
@@ -183,3 +174,47 @@ def test_sigkill_mid_publish_leaves_whole_files_and_the_next_run_finishes(
     assert sorted(recovered) == sorted(clean)
     differ = [rel for rel in clean if recovered[rel] != clean[rel]]
     assert not differ, f"differ from a fresh publish: {differ[:5]}"
+
+
+def test_unwritable_public_is_a_clear_error_and_the_next_run_finishes(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    held = tmp_path / "held"
+    held.mkdir()
+    shutil.move(ws.inbox / SEEDS[1].name, held / SEEDS[1].name)
+    r = run_feeds(ws.root, "run", *ws.cli_args())
+    assert r.returncode == 0, r.stderr
+    before = published_files(ws.public)
+
+    # The all-papers feed cannot be replaced (a folder stands where it goes), so publishing
+    # the second digest fails part-way.
+    blocked = ws.public / "feeds" / "all.json"
+    blocked.unlink()
+    blocked.mkdir()
+    shutil.move(held / SEEDS[1].name, ws.inbox / SEEDS[1].name)
+    r = run_feeds(ws.root, "run", *ws.cli_args())
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr.strip() == (
+        f"error: cannot write {ws.public / 'feeds' / 'all.json'}: Is a directory"
+    ), r.stderr
+    assert "Traceback" not in r.stderr
+    assert leftovers(ws.public) == []
+    assert_all_whole(ws.public)
+    now = published_files(ws.public)
+    old_pages = [rel for rel in before if rel.startswith("papers/")]
+    assert old_pages
+    assert all(now[rel] == before[rel] for rel in old_pages)
+
+    blocked.rmdir()
+    r = run_feeds(ws.root, "run", *ws.cli_args())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 new" in r.stdout  # ingested by the failed run; only its publishing was missing
+    assert papers_published(ws.public) == 60
+    fresh = tmp_path / "fresh"
+    args = [
+        "--subscriptions", str(ws.subscriptions), "--inbox", str(ws.inbox),
+        "--public", str(fresh), "--state", str(ws.state), "--offline",
+    ]  # fmt: skip
+    assert run_feeds(ws.root, "run", *args).returncode == 0
+    recovered, clean = published_files(ws.public), published_files(fresh)
+    assert sorted(recovered) == sorted(clean)
+    assert [rel for rel in clean if recovered[rel] != clean[rel]] == []

@@ -320,6 +320,9 @@ def test_a_failing_cycle_is_logged_and_the_next_one_runs(
     # It fails, and fails again on the next tick: the process keeps running.
     wait_for("two failed cycles in the log", lambda: w.log().count("cycle failed") >= 2)
     assert w.alive(), w.log()
+    # Said plainly, with the file: not a traceback.
+    assert f"cycle failed: cannot write {ws.public}/" in w.log()
+    assert "Traceback" not in w.log()
 
     ws.public.unlink()  # the cause removed: the next cycle publishes
     got = wait_for("papers in all.json", lambda: w.published() and feed_ids(ws.public))

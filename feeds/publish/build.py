@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from feeds import __version__
 from feeds.config import Config
-from feeds.publish.write import WriteStats, sweep, write_file, write_stream
+from feeds.publish.write import Writer, WriteStats, cannot_write, sweep
 from feeds.store import ListRow, Store
 
 if TYPE_CHECKING:
@@ -25,25 +25,6 @@ if TYPE_CHECKING:
     from feeds.publish.view import FeedView, PaperView, Site
 
 ALL = "all"
-
-
-class _Counter:
-    """Files written and left unchanged, with progress every thousand."""
-
-    # A plain class, not a dataclass: making one costs ~1 ms at import, 1% of a run that
-    # has nothing to do.
-    def __init__(self, progress: Callable[[str], None]) -> None:
-        self.written = 0
-        self.unchanged = 0
-        self.progress = progress
-
-    def add(self, changed: bool) -> None:
-        if changed:
-            self.written += 1
-        else:
-            self.unchanged += 1
-        if (self.written + self.unchanged) % 1000 == 0:
-            self.progress(f"publishing: {self.written:,} files written")
 
 
 # Bumped whenever what the renderers write changes: the next publish writes everything
@@ -67,7 +48,20 @@ def publish(
     force: bool = False,
     progress: Callable[[str], None] = lambda _m: None,
 ) -> WriteStats:
-    """Render and write what changed; return how many files were written and removed."""
+    """Render and write what changed; return how many files were written and removed.
+
+    Raise PublishError if public/ cannot be written: what was published stays whole, and
+    what was not is still marked to do in the state.
+    """
+    try:
+        return _publish(config, store, force, progress)
+    except OSError as e:  # reading or removing our files; the writer's own come wrapped
+        raise cannot_write(e.filename or config.settings.public_dir, e) from e
+
+
+def _publish(
+    config: Config, store: Store, force: bool, progress: Callable[[str], None]
+) -> WriteStats:
     s = config.settings
     public = Path(s.public_dir)
     looks = store.topic_looks()
@@ -105,7 +99,6 @@ def publish(
 
     site = Site(title=s.site_title, base_url=s.base_url)
 
-    count = _Counter(progress=progress)
     created = store.created()
     counts = store.member_counts()
     wanted = {t.id for t in config.topics}
@@ -156,48 +149,50 @@ def publish(
         updated = heads[0][2] if heads else created
         return replace(light, updated=updated, items=items)
 
-    for light in [all_feed, *views]:
-        if not full and light.id not in dirty["topic"]:
-            continue
-        # Entries of items whose papers did not change are taken from the files written
-        # last time (see render.entry_blocks): a new paper in a big topic reads and builds
-        # one entry, not the feed's hundred.
-        paths = {fmt: public / feed_path(light.id, fmt) for fmt in FORMATS}
-        blocks = {fmt: {} if full else _blocks(paths[fmt], fmt) for fmt in FORMATS}
-        if light.id == ALL:
-            view = light
-        elif full:
-            view = feed_view(
-                light.id, light.title, light.description, light.max_items, with_items=True
-            )
-        else:
-            view = kept_view(light, blocks)
-        changed = {
-            render.item_id(i)
-            for i in view.items
-            if isinstance(i, Item) and i.paper.paper_id in dirty["paper"]
-        }
-        for fmt, path in paths.items():
-            reuse = {k: v for k, v in blocks[fmt].items() if k not in changed}
-            if fmt == "json":
-                data = render.render_json_feed(site, view, reuse)
+    # Files are written on a second thread while the next ones render (see Writer).
+    with Writer(progress) as out:
+        for light in [all_feed, *views]:
+            if not full and light.id not in dirty["topic"]:
+                continue
+            # Entries of items whose papers did not change are taken from the files written
+            # last time (see render.entry_blocks): a new paper in a big topic reads and builds
+            # one entry, not the feed's hundred.
+            paths = {fmt: public / feed_path(light.id, fmt) for fmt in FORMATS}
+            blocks = {fmt: {} if full else _blocks(paths[fmt], fmt) for fmt in FORMATS}
+            if light.id == ALL:
+                view = light
+            elif full:
+                view = feed_view(
+                    light.id, light.title, light.description, light.max_items, with_items=True
+                )
             else:
-                data = render.render_feed(site, view, fmt, reuse)
-            count.add(write_file(path, data))
-        if view.id != ALL:
-            every = full or view.id in dirty["archive"]
-            removed_pages += _reading_list(
-                store, site, view, public, s.page_size, every, dirty["paper"], count
-            )
+                view = kept_view(light, blocks)
+            changed = {
+                render.item_id(i)
+                for i in view.items
+                if isinstance(i, Item) and i.paper.paper_id in dirty["paper"]
+            }
+            for fmt, path in paths.items():
+                reuse = {k: v for k, v in blocks[fmt].items() if k not in changed}
+                if fmt == "json":
+                    data = render.render_json_feed(site, view, reuse)
+                else:
+                    data = render.render_feed(site, view, fmt, reuse)
+                out.write(path, data)
+            if view.id != ALL:
+                every = full or view.id in dirty["archive"]
+                removed_pages += _reading_list(
+                    store, site, view, public, s.page_size, every, dirty["paper"], out
+                )
 
-    titles = {t.id: t.title for t in config.topics}
-    paper_ids = None if full else sorted(dirty["paper"])
-    for paper_view in _paper_views(store, paper_ids, titles):
-        page = render.render_paper(site, paper_view)
-        count.add(write_file(public / paper_path(paper_view.paper.paper_id), page))
+        titles = {t.id: t.title for t in config.topics}
+        paper_ids = None if full else sorted(dirty["paper"])
+        for paper_view in _paper_views(store, paper_ids, titles):
+            page = render.render_paper(site, paper_view)
+            out.write(public / paper_path(paper_view.paper.paper_id), page)
 
-    count.add(write_file(public / "feeds.opml", render.render_opml(site, [all_feed, *views])))
-    count.add(write_file(public / "index.html", render.render_index(site, views, all_feed)))
+        out.write(public / "feeds.opml", render.render_opml(site, [all_feed, *views]))
+        out.write(public / "index.html", render.render_index(site, views, all_feed))
 
     removed = removed_pages
     if died:  # only a publish that was killed leaves temp files (see _replace)
@@ -216,13 +211,13 @@ def publish(
                 import shutil  # rare: not imported by every run
 
                 shutil.rmtree(public / "topics" / gone)
-    if count.written or removed:
+    if out.written or removed:
         os.sync()  # one sync for the whole run instead of an fsync per file
     with store.transaction():  # only now: a publish that died is done again next time
         store.clear_dirty()
         store.set_meta("site", _site_key(config))
         store.set_meta("publishing", "0")
-    return WriteStats(count.written, count.unchanged, removed)
+    return WriteStats(out.written, out.unchanged, removed)
 
 
 def _blocks(path: Path, fmt: str) -> dict[str, bytes]:
@@ -255,7 +250,7 @@ def _reading_list(
     size: int,
     every: bool,
     dirty_papers: set[str],
-    count: _Counter,
+    out: Writer,
 ) -> int:
     """Write a topic's reading list: the front page, and the archive pages that changed
     (all when `every`; else new ones, the one before them, and those holding a changed
@@ -266,10 +261,10 @@ def _reading_list(
 
     front, archives = pages(view.count, size)
 
-    def page_of(rows: Sequence[ListRow | str], k: int = 0) -> Iterator[bytes]:
+    def page_of(rows: Sequence[ListRow | str], k: int = 0) -> bytes:
         # Links only for the rows to render (at most `size` papers).
         links = store.links_of(row[0] for row in rows if not isinstance(row, str))
-        return render.render_topic(site, view, rows, links, archives=archives, page=k)
+        return b"".join(render.render_topic(site, view, rows, links, archives=archives, page=k))
 
     # The front page's rows of papers that did not change are taken from the page written
     # last time: a new paper in a big topic renders one row, not the page's five hundred.
@@ -283,7 +278,7 @@ def _reading_list(
     else:
         front_rows = list(store.topic_rows(view.id, front))
         front_ids = [row[0] for row in front_rows]
-    count.add(write_stream(path, page_of(front_rows)))
+    out.write(path, page_of(front_rows))
     stale = set(range(1, archives + 1)) if every else set()
     folder = public / "topics" / view.id
     try:  # one listing, not a stat per part: a big topic has hundreds of parts
@@ -308,11 +303,11 @@ def _reading_list(
     if len(stale) > 2:  # one pass over the topic; skipping to each part costs a pass each
         for k, rows in store.topic_parts(view.id, size, max(stale)):
             if k in stale:
-                count.add(write_stream(public / archive_path(view.id, k), page_of(rows, k)))
+                out.write(public / archive_path(view.id, k), page_of(rows, k))
     else:  # a new part and the one before it, or a changed paper's: skip to them
         for k in sorted(stale):
             page = page_of(store.topic_rows(view.id, size, (k - 1) * size, view.count), k)
-            count.add(write_stream(public / archive_path(view.id, k), page))
+            out.write(public / archive_path(view.id, k), page)
     removed = 0
     for name in there:  # parts past the last: the list got shorter
         if name.endswith(".html") and name[:-5].isdigit() and int(name[:-5]) > archives:

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Self
+
+from feeds.errors import PublishError
+
+if TYPE_CHECKING:
+    import queue
+    from types import TracebackType
 
 # What paperfeeds owns inside public/: stale files here are ours to remove (and, anywhere,
 # the temp files of a publish that was killed).
@@ -20,6 +27,13 @@ class WriteStats:
     removed: int
 
 
+def cannot_write(path: Path | str, e: OSError) -> PublishError:
+    """The error to show for an OSError met while writing path (its cause chained)."""
+    error = PublishError(f"cannot write {path}: {e.strerror or e}")
+    error.__cause__ = e
+    return error
+
+
 def write_file(path: Path, data: bytes) -> bool:
     """Write data to path via a temp file and rename; return False if it was already so."""
     try:
@@ -27,25 +41,97 @@ def write_file(path: Path, data: bytes) -> bool:
             return False
     except FileNotFoundError:
         pass
-    return _replace(path, [data], compare=False)
+    _replace(path, data)
+    return True
 
 
-def write_stream(path: Path, pieces: Iterable[bytes]) -> bool:
-    """Write a file given in pieces (too large to hold), via a temp file; False if unchanged."""
-    return _replace(path, pieces, compare=True)
+class Writer:
+    """Writes files on a thread of its own while the caller renders the next ones.
+
+    Rendering is Python, on one core; most of writing is the kernel's (copying the bytes,
+    allocating blocks, the rename over the old file, which on ext4 starts its write-back),
+    and a system call lets the other core run Python meanwhile. A new digest's ~220 files
+    (30 MB) took ~160 ms of system calls, now spent beside the rendering.
+
+    Files are written in the order given, each with `write_file` (atomic, unchanged files
+    kept). Leaving the `with` block waits for the last one; the first error is raised
+    there (or at the next `write`), and the files queued after it are not written: what
+    was published stays whole, and the caller's state says what is still to do.
+    """
+
+    def __init__(self, progress: Callable[[str], None] = lambda _m: None, depth: int = 32):
+        import queue  # here: a run that writes nothing need not load them
+        import threading
+
+        # Bounded: a full build renders faster than some disks write, and a million pages
+        # must not wait in memory.
+        self._jobs: queue.Queue[tuple[Path, bytes] | None] = queue.Queue(depth)
+        self._error: BaseException | None = None
+        self._stop = False
+        self._progress = progress
+        self.queued = self.written = self.unchanged = 0
+        self._thread = threading.Thread(target=self._work, name="feeds-writer", daemon=True)
+        self._thread.start()
+
+    def write(self, path: Path, data: bytes) -> None:
+        """Queue a file; wait only if the queue is full."""
+        if self._error is not None:
+            raise self._error
+        self._jobs.put((path, data))
+        self.queued += 1
+        if self.queued % 1000 == 0:
+            self._progress(f"publishing: {self.queued:,} files")
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            if self._error is not None or self._stop:
+                continue  # drain, so that a caller blocked on a full queue goes on
+            path, data = job
+            try:
+                if write_file(path, data):
+                    self.written += 1
+                else:
+                    self.unchanged += 1
+            except OSError as e:  # raised again in the caller's thread, as ours
+                self._error = cannot_write(path, e)
+            except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+                self._error = e
+
+    def close(self) -> None:
+        """Wait until every queued file is written; raise the first error."""
+        self._jobs.put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        _e: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> None:
+        if kind is None:
+            self.close()
+            return
+        self._stop = True  # the caller failed: finish the file in hand, write no more
+        self._jobs.put(None)
+        self._thread.join()
 
 
 _MADE: set[Path] = set()  # folders seen to exist: one mkdir per folder, not per file
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
 
 
-def _replace(path: Path, pieces: Iterable[bytes], *, compare: bool) -> bool:
-    """Write pieces to a temp file beside path, then rename it over path (atomic).
+def _replace(path: Path, data: bytes) -> None:
+    """Write data to a temp file beside path, then rename it over path (atomic).
 
-    With `compare`, an equal existing file is kept as it is (same bytes, same mtime).
     Plain system calls, no tempfile: a full build writes a million files, and the file
     system's own cost is the floor this is measured against. One publisher runs at a time
-    (feeds.lock), so the temp name only needs the process id.
+    (feeds.lock) and writes from one thread (Writer), so the temp name only needs the
+    process id.
     """
     folder = path.parent
     if folder not in _MADE:
@@ -60,33 +146,16 @@ def _replace(path: Path, pieces: Iterable[bytes], *, compare: bool) -> bool:
         fd = os.open(tmp, _FLAGS, 0o644)
     try:
         try:
-            if isinstance(pieces, list) and len(pieces) == 1:
-                data = memoryview(pieces[0])
-                while data:
-                    data = data[os.write(fd, data) :]
-            else:
-                with open(fd, "wb", closefd=False) as f:
-                    f.writelines(pieces)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
             os.fchmod(fd, 0o644)  # whatever the umask: a web server must read it
         finally:
             os.close(fd)
-        if compare and _same(tmp, path):
-            tmp.unlink()
-            return False
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return True
-
-
-def _same(a: Path, b: Path) -> bool:
-    import filecmp  # here, not at the top: a run that writes nothing need not load it
-
-    try:
-        return filecmp.cmp(a, b, shallow=False)
-    except FileNotFoundError:
-        return False
 
 
 def sweep(root: Path, keep: Callable[[str], bool], *, papers: bool = False) -> int:
