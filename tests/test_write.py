@@ -1,5 +1,6 @@
-"""The writer thread: files land whole and in order, unchanged ones are kept, and an error
-on either side stops the writing and reaches the caller."""
+"""The writer: files land whole and in order, whether written at once (small) or by its
+thread (large); unchanged ones are kept; an error on either side stops the writing and
+reaches the caller."""
 
 from __future__ import annotations
 
@@ -14,39 +15,52 @@ from feeds.errors import PublishError
 from feeds.publish import write
 from feeds.publish.write import Writer
 
+BIG = Writer.INLINE_BELOW  # bytes: a file this size goes to the thread
+
+
+def big(tag: int | str) -> bytes:
+    return str(tag).encode().ljust(BIG, b".")
+
 
 def test_writes_in_order_and_keeps_unchanged_files(tmp_path: Path) -> None:
-    (tmp_path / "same.html").write_bytes(b"same")
-    os.utime(tmp_path / "same.html", (1, 1))
+    for name, data in (("same.html", b"same"), ("same-big.html", big("same"))):
+        (tmp_path / name).write_bytes(data)
+        os.utime(tmp_path / name, (1, 1))
     seen: list[str] = []
     with Writer(progress=seen.append, depth=1) as out:  # depth 1: the caller waits often
         for i in range(2500):
-            out.write(tmp_path / "deep" / f"{i}.html", b"%d" % i)
+            out.write(tmp_path / "deep" / f"{i}.html", big(i) if i % 5 == 0 else b"%d" % i)
         out.write(tmp_path / "same.html", b"same")
-        out.write(tmp_path / "deep" / "0.html", b"last")  # the later write wins
-    assert (out.written, out.unchanged) == (2501, 1)
-    assert (tmp_path / "deep" / "0.html").read_bytes() == b"last"
-    assert all((tmp_path / "deep" / f"{i}.html").read_bytes() == b"%d" % i for i in range(1, 2500))
+        out.write(tmp_path / "same-big.html", big("same"))
+        out.write(tmp_path / "deep" / "0.html", big("last"))  # the later write wins
+    assert (out.written, out.unchanged) == (2501, 2)
+    assert (tmp_path / "deep" / "0.html").read_bytes() == big("last")
+    for i in range(1, 2500):
+        assert (tmp_path / "deep" / f"{i}.html").read_bytes() == (
+            big(i) if i % 5 == 0 else b"%d" % i
+        )
     assert (tmp_path / "same.html").stat().st_mtime == 1  # not rewritten
+    assert (tmp_path / "same-big.html").stat().st_mtime == 1
     assert seen == ["publishing: 1,000 files", "publishing: 2,000 files"]
     assert sorted(p.name for p in tmp_path.rglob(".*")) == []  # no temp file left
 
 
-def test_a_write_error_reaches_the_caller_and_stops_the_writing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", [1, BIG], ids=["written-at-once", "by-the-thread"])
+def test_a_write_error_reaches_the_caller_and_stops_the_writing(tmp_path: Path, size: int) -> None:
     (tmp_path / "taken").write_text("a file where a folder should be")
 
     def write_three() -> None:
         with Writer() as out:
-            out.write(tmp_path / "a.html", b"a")
-            out.write(tmp_path / "taken" / "b.html", b"b")
-            out.write(tmp_path / "c.html", b"c")
+            out.write(tmp_path / "a.html", b"a" * size)
+            out.write(tmp_path / "taken" / "b.html", b"b" * size)
+            out.write(tmp_path / "c.html", b"c" * size)
 
     with pytest.raises(PublishError) as caught:
         write_three()
     assert str(caught.value) == f"cannot write {tmp_path / 'taken' / 'b.html'}: Not a directory"
     assert isinstance(caught.value.__cause__, NotADirectoryError)
-    assert (tmp_path / "a.html").read_bytes() == b"a"
-    assert not (tmp_path / "c.html").exists()  # queued after the error: not written
+    assert (tmp_path / "a.html").read_bytes() == b"a" * size
+    assert not (tmp_path / "c.html").exists()  # after the error: not written
 
 
 def test_an_error_of_the_caller_stops_the_writer_and_is_the_one_raised(
@@ -73,7 +87,7 @@ def test_an_error_of_the_caller_stops_the_writer_and_is_the_one_raised(
         with Writer(depth=100) as out:
             writers.append(out)
             for i in range(50):
-                out.write(tmp_path / f"{i}.html", b"x")
+                out.write(tmp_path / f"{i}.html", big(i))
             assert in_hand.wait(10)
             raise Boom
 
