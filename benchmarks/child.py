@@ -4,9 +4,10 @@ time the run waited for it, and the peak memory.
 The benchmark's full build runs through this, so that "everything but writing" and
 "writing" can be told apart and each set against its own baseline. Writing is what the
 file-system floor does too: creating the temp file, writing the bytes, renaming it into
-place, and the final sync. feeds writes on a thread of its own while it renders the next
-files (feeds.publish.write.Writer), so writing is not all lost time: the run waits only
-when the writer falls behind, at the end, and for the sync. These go to stderr after the
+place, and the final sync. feeds writes its larger files on a thread of its own while it
+renders the next ones (feeds.publish.write.Writer), so writing is not all lost time: the
+run waits while it writes a small file itself, when the thread falls behind, at the end,
+and for the sync. These go to stderr after the
 command's own output: `write-seconds <float>`, `wait-seconds <float>`, `peak-kb <int>`.
 """
 

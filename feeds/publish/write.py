@@ -57,7 +57,7 @@ class Writer:
     each system call the thread waits for the interpreter lock (up to 5 ms while the caller
     runs Python), which for a paper page costs more than writing it. Measured with 1 ms of
     rendering a file: 3,000 pages of 10 kB took 3.48 s through the thread, 3.29 s written
-    at once; 300 files of 150 kB the same either way, and a real new digest 17 % less.
+    at once; 300 files of 150 kB the same either way; a real new digest 14–17 % less.
 
     Each file is written with `write_file` (atomic, unchanged files kept). Leaving the
     `with` block waits for the last one; the first error is raised there (or at the next
