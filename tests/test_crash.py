@@ -96,6 +96,21 @@ def assert_all_whole(public: Path) -> None:
             assert Path(name).name.encode() not in data, f"{rel} refers to {name}"
 
 
+def assert_same_as_a_fresh_publish(ws: Workspace, fresh: Path) -> None:
+    """The same state published into an empty folder gives the very same files."""
+    args = [
+        "--subscriptions", str(ws.subscriptions), "--inbox", str(ws.inbox),
+        "--public", str(fresh), "--state", str(ws.state), "--offline",
+    ]  # fmt: skip
+    r = run_feeds(ws.root, "run", *args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 new" in r.stdout  # nothing left to ingest: only published again
+    recovered, clean = published_files(ws.public), published_files(fresh)
+    assert sorted(recovered) == sorted(clean)
+    differ = [rel for rel in clean if recovered[rel] != clean[rel]]
+    assert not differ, f"differ from a fresh publish: {differ[:5]}"
+
+
 def run_slowly_and_kill(ws: Workspace, tmp_path: Path, at_least: int) -> int:
     """Start a slowed `feeds run`, SIGKILL it once `at_least` papers are published; return
     how many were published by then."""
@@ -161,19 +176,7 @@ def test_sigkill_mid_publish_leaves_whole_files_and_the_next_run_finishes(
         assert (ws.public / "papers" / f"{pid}.html").is_file()
     assert papers_published(ws.public) == 60
 
-    # The same state published into an empty folder gives the very same files.
-    fresh = tmp_path / "fresh"
-    args = [
-        "--subscriptions", str(ws.subscriptions), "--inbox", str(ws.inbox),
-        "--public", str(fresh), "--state", str(ws.state), "--offline",
-    ]  # fmt: skip
-    r = run_feeds(ws.root, "run", *args)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "0 new" in r.stdout  # nothing left to ingest: only published again
-    recovered, clean = published_files(ws.public), published_files(fresh)
-    assert sorted(recovered) == sorted(clean)
-    differ = [rel for rel in clean if recovered[rel] != clean[rel]]
-    assert not differ, f"differ from a fresh publish: {differ[:5]}"
+    assert_same_as_a_fresh_publish(ws, tmp_path / "fresh")
 
 
 def test_unwritable_public_is_a_clear_error_and_the_next_run_finishes(tmp_path: Path) -> None:
@@ -209,12 +212,4 @@ def test_unwritable_public_is_a_clear_error_and_the_next_run_finishes(tmp_path: 
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 new" in r.stdout  # ingested by the failed run; only its publishing was missing
     assert papers_published(ws.public) == 60
-    fresh = tmp_path / "fresh"
-    args = [
-        "--subscriptions", str(ws.subscriptions), "--inbox", str(ws.inbox),
-        "--public", str(fresh), "--state", str(ws.state), "--offline",
-    ]  # fmt: skip
-    assert run_feeds(ws.root, "run", *args).returncode == 0
-    recovered, clean = published_files(ws.public), published_files(fresh)
-    assert sorted(recovered) == sorted(clean)
-    assert [rel for rel in clean if recovered[rel] != clean[rel]] == []
+    assert_same_as_a_fresh_publish(ws, tmp_path / "fresh")
