@@ -1,6 +1,6 @@
-"""The writer: files land whole and in order, whether written at once (small) or by its
-thread (large); unchanged ones are kept; an error on either side stops the writing and
-reaches the caller."""
+"""The writer: every file lands whole, whether written at once (small) or by its thread
+(large); unchanged ones are kept; an error on either side stops the writing and reaches
+the caller."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def big(tag: int | str) -> bytes:
     return str(tag).encode().ljust(BIG, b".")
 
 
-def test_writes_in_order_and_keeps_unchanged_files(tmp_path: Path) -> None:
+def test_writes_every_file_and_keeps_unchanged_ones(tmp_path: Path) -> None:
     for name, data in (("same.html", b"same"), ("same-big.html", big("same"))):
         (tmp_path / name).write_bytes(data)
         os.utime(tmp_path / name, (1, 1))
@@ -32,7 +32,7 @@ def test_writes_in_order_and_keeps_unchanged_files(tmp_path: Path) -> None:
             out.write(tmp_path / "deep" / f"{i}.html", big(i) if i % 5 == 0 else b"%d" % i)
         out.write(tmp_path / "same.html", b"same")
         out.write(tmp_path / "same-big.html", big("same"))
-        out.write(tmp_path / "deep" / "0.html", big("last"))  # the later write wins
+        out.write(tmp_path / "deep" / "0.html", big("last"))  # after big(0), on the thread
     assert (out.written, out.unchanged) == (2501, 2)
     assert (tmp_path / "deep" / "0.html").read_bytes() == big("last")
     for i in range(1, 2500):

@@ -59,7 +59,9 @@ class Writer:
     rendering a file: 3,000 pages of 10 kB took 3.48 s through the thread, 3.29 s written
     at once; 300 files of 150 kB the same either way; a real new digest 14–17 % less.
 
-    Each file is written with `write_file` (atomic, unchanged files kept). Leaving the
+    Each file is written with `write_file` (atomic, unchanged files kept), once: a small
+    file may land before a larger one given earlier, so a path must not be given twice.
+    Leaving the
     `with` block waits for the last one; the first error is raised there (or at the next
     `write`), and the files queued after it are not written: what was published stays
     whole, and the caller's state says what is still to do.
@@ -152,7 +154,7 @@ def _replace(path: Path, data: bytes) -> None:
 
     Plain system calls, no tempfile: a full build writes a million files, and the file
     system's own cost is the floor this is measured against. One publisher runs at a time
-    (feeds.lock) and writes from one thread (Writer), so the temp name only needs the
+    (feeds.lock) and writes each file once (Writer), so the temp name only needs the
     process id.
     """
     folder = path.parent
