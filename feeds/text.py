@@ -105,22 +105,31 @@ def title_key(title: str) -> str:
     return " ".join(_NOT_WORD.sub(" ", folded).split())
 
 
-def paper_uuid(title: str) -> uuid.UUID:
-    return uuid.uuid5(PAPER_NAMESPACE, title_key(title))
-
-
 _NAMESPACE_BYTES = PAPER_NAMESPACE.bytes
 
 
-def paper_id(title: str) -> str:
-    """Return the short, stable id used in file names and URLs: paper_uuid(title).hex[:16].
-
-    Computed from the SHA-1 directly (a UUID object per paper is slow on big ingests):
-    the first eight bytes of a version-5 UUID are the hash's, with the version in byte 6.
-    """
+def _title_sha1(title: str) -> str:
+    """Return the SHA-1 (hex) behind the paper's version-5 UUID: of the namespace and the
+    title's key. (A UUID object per paper is slow on big ingests and feeds.)"""
     if title.isascii():  # most titles: title_key() on bytes, with C loops only
         key = b" ".join(title.encode().lower().translate(_ASCII_NOT_WORD_BYTES).split())
     else:
         key = title_key(title).encode("utf-8")
-    hexdigest = hashlib.sha1(_NAMESPACE_BYTES + key).hexdigest()
-    return hexdigest[:12] + "5" + hexdigest[13:16]  # the version's nibble is the 13th digit
+    return hashlib.sha1(_NAMESPACE_BYTES + key).hexdigest()
+
+
+def paper_uuid(title: str) -> str:
+    """Return the paper's identity as UUID text: uuid5(PAPER_NAMESPACE, title_key(title)).
+
+    The hash's first sixteen bytes, with the version (5) in the 13th digit and the RFC 4122
+    variant in the top bits of the 17th (8, 9, a or b).
+    """
+    h = _title_sha1(title)
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:32]}"
+
+
+def paper_id(title: str) -> str:
+    """Return the short, stable id used in file names and URLs: paper_uuid(title)'s first
+    sixteen hex digits."""
+    h = _title_sha1(title)
+    return h[:12] + "5" + h[13:16]  # the version's nibble is the 13th digit

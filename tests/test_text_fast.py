@@ -17,6 +17,7 @@ from feeds.text import (
     clean_xml,
     fold,
     paper_id,
+    paper_uuid,
     strip_accents,
     title_key,
     xml_clean,
@@ -67,14 +68,19 @@ def test_title_keys_and_paper_ids_are_unchanged(title: str) -> None:
     key = " ".join(re.sub(r"[\W_]+", " ", fold_by_definition(title)).split())
     assert title_key(title) == key
     assert paper_id(title) == uuid.uuid5(PAPER_NAMESPACE, key).hex[:16]
+    assert paper_uuid(title) == str(uuid.uuid5(PAPER_NAMESPACE, key))
 
 
 def test_title_key_of_every_ascii_character() -> None:
+    variants = set()
     for code in range(128):
         title = f"a{chr(code)}b {chr(code)}"
         key = " ".join(re.sub(r"[\W_]+", " ", title.lower()).split())
         assert title_key(title) == key
         assert paper_id(title) == uuid.uuid5(PAPER_NAMESPACE, key).hex[:16], hex(code)
+        assert paper_uuid(title) == str(uuid.uuid5(PAPER_NAMESPACE, key)), hex(code)
+        variants.add(paper_uuid(title)[19])
+    assert variants == set("89ab")  # every variant digit was met
 
 
 def test_xml_clean_says_whether_clean_xml_changes_the_text() -> None:
