@@ -65,6 +65,33 @@ def test_first_run_publishes_everything(project: Path) -> None:
     assert summary.links_found == 6
 
 
+def _publishing(messages: list[str]) -> list[str]:
+    return [m for m in messages if m.startswith("publishing: ")]
+
+
+def _feeds_progress(count: int) -> list[str]:
+    message = "publishing: feeds and reading lists, topic {} of {}"
+    return [message.format(n, count) for n in range(1, count + 1)]
+
+
+def test_progress_counts_the_topics_and_paper_pages_it_publishes(project: Path) -> None:
+    config = _config(project)
+    later = sorted((project / "seeds").glob("*.txt"))[1]
+    held = later.rename(project / later.name)
+    seen: list[str] = []
+    run(config, now=lambda: T0, progress=seen.append)
+    feeds = len(config.topics) + 1  # and `all`
+    assert _publishing(seen) == [*_feeds_progress(feeds), "publishing: paper pages, 1 of 30"]
+
+    # A new digest: only the topics that gained papers, and only its papers' pages.
+    held.rename(later)
+    seen.clear()
+    summary = run(config, now=lambda: T0 + timedelta(hours=1), progress=seen.append)
+    gained = 1 + sum(1 for n in summary.new_matches.values() if n)  # and `all`
+    assert 1 < gained < feeds
+    assert _publishing(seen) == [*_feeds_progress(gained), "publishing: paper pages, 1 of 30"]
+
+
 def test_second_run_and_renaming_change_nothing(project: Path) -> None:
     run(_config(project), now=lambda: T0)
     before = _snapshot(project / "public")

@@ -149,11 +149,12 @@ def _publish(
         updated = heads[0][2] if heads else created
         return replace(light, updated=updated, items=items)
 
-    # Files are written on a second thread while the next ones render (see Writer).
-    with Writer(progress) as out:
-        for light in [all_feed, *views]:
-            if not full and light.id not in dirty["topic"]:
-                continue
+    # Feeds and reading lists are written on a second thread while the next ones render
+    # (see Writer).
+    with Writer() as out:
+        todo = [f for f in [all_feed, *views] if full or f.id in dirty["topic"]]
+        for n, light in enumerate(todo, start=1):
+            progress(f"publishing: feeds and reading lists, topic {n:,} of {len(todo):,}")
             # Entries of items whose papers did not change are taken from the files written
             # last time (see render.entry_blocks): a new paper in a big topic reads and builds
             # one entry, not the feed's hundred.
@@ -187,7 +188,10 @@ def _publish(
 
         titles = {t.id: t.title for t in config.topics}
         paper_ids = None if full else sorted(dirty["paper"])
-        for paper_view in _paper_views(store, paper_ids, titles):
+        pages = store.paper_count() if paper_ids is None else len(paper_ids)
+        for n, paper_view in enumerate(_paper_views(store, paper_ids, titles), start=1):
+            if n % 1000 == 1:
+                progress(f"publishing: paper pages, {n:,} of {pages:,}")
             page = render.render_paper(site, paper_view)
             out.write(public / paper_path(paper_view.paper.paper_id), page)
 

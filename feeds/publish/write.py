@@ -69,7 +69,7 @@ class Writer:
 
     INLINE_BELOW = 32 * 1024  # bytes: smaller files are written by the caller
 
-    def __init__(self, progress: Callable[[str], None] = lambda _m: None, depth: int = 32):
+    def __init__(self, depth: int = 32) -> None:
         import queue  # here: a run that writes nothing need not load them
         import threading
 
@@ -78,8 +78,6 @@ class Writer:
         self._jobs: queue.Queue[tuple[Path, bytes] | None] = queue.Queue(depth)
         self._error: BaseException | None = None
         self._stop = False
-        self._progress = progress
-        self.files = 0
         # [unchanged, written], one pair per thread: `+=` is not atomic across threads.
         self._at_once = [0, 0]
         self._handed = [0, 0]
@@ -98,9 +96,6 @@ class Writer:
         """Write a small file now; queue a larger one (waiting only if the queue is full)."""
         if self._error is not None:
             raise self._error
-        self.files += 1
-        if self.files % 1000 == 0:
-            self._progress(f"publishing: {self.files:,} files")
         if len(data) >= self.INLINE_BELOW:
             self._jobs.put((path, data))
             return
