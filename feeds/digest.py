@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from feeds.errors import DigestRejected
 from feeds.model import Diagnostic, Institution, Paper, ParsedDigest
-from feeds.text import clean_xml, has_cjk, paper_id, xml_clean
+from feeds.text import clean_xml, has_cjk, is_xml_clean, paper_id
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # str.splitlines also splits on \f, \x1c, \u2028...
 _LATIN = re.compile(r"[A-Za-z]")
@@ -125,7 +125,7 @@ def _text(content: bytes, source: str) -> str:
     # Whole-text operations (C speed) before the per-line loop: this is the hot path of a
     # large ingest. Forbidden characters go first, so \x0b or \x1c never split or pad lines.
     text = decode(content, source)
-    if not xml_clean(content, text):
+    if not is_xml_clean(content, text):
         text = clean_xml(text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")

@@ -131,3 +131,39 @@ def run_feeds(cwd: Path, *args: str, timeout: float = 60) -> subprocess.Complete
 def feeds_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
     """The `feeds` command: feeds_cli(cwd, "run", ...) -> CompletedProcess."""
     return run_feeds
+
+
+_SLOW_FEEDS = """\
+import os
+import sys
+import time
+
+import feeds.publish.write as write
+
+
+class SlowOs:
+    # os as feeds/publish/write.py sees it: each file waits between temp file and rename.
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    @staticmethod
+    def replace(src, dst):
+        time.sleep({delay})
+        os.replace(src, dst)
+
+
+write.os = SlowOs()
+from feeds.cli import main
+
+sys.argv[0] = "feeds"
+main()
+"""
+
+
+def slow_feeds(folder: Path, delay: float) -> Path:
+    """Write a script that is `feeds` with publishing slowed down: each file waits `delay`
+    seconds between its temp file being written and its rename (so a signal lands while
+    temp files exist and some, not all, files are published). Return its path."""
+    script = folder / "slow_feeds.py"
+    script.write_text(_SLOW_FEEDS.format(delay=delay))
+    return script

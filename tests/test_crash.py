@@ -14,40 +14,9 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from tests.conftest import ROOT, Workspace, make_workspace, run_feeds
+from tests.conftest import ROOT, Workspace, make_workspace, run_feeds, slow_feeds
 
 SEEDS = sorted((ROOT / "seeds").glob("*.txt"))
-
-# `python slow_feeds.py DELAY ARGS...` is `feeds ARGS...` with publishing slowed down: each
-# file waits DELAY seconds between its temp file being written and its rename, so a kill
-# lands while a temp file exists and some, not all, files are published.
-SLOW_FEEDS = """\
-import os
-import sys
-import time
-
-import feeds.publish.write as write
-
-DELAY = float(sys.argv.pop(1))
-
-
-class SlowOs:
-    # os as feeds/publish/write.py sees it
-    def __getattr__(self, name):
-        return getattr(os, name)
-
-    @staticmethod
-    def replace(src, dst):
-        time.sleep(DELAY)
-        os.replace(src, dst)
-
-
-write.os = SlowOs()
-from feeds.cli import main
-
-sys.argv[0] = "feeds"
-main()
-"""
 
 USER_FILES = {"CNAME": b"papers.example.org\n", "feeds/README.txt": b"not ours\n"}
 PLANTED_TMP = {  # what earlier killed runs may have left: half-written temp files
@@ -114,12 +83,11 @@ def assert_same_as_a_fresh_publish(ws: Workspace, fresh: Path) -> None:
 def run_slowly_and_kill(ws: Workspace, tmp_path: Path, at_least: int) -> int:
     """Start a slowed `feeds run`, SIGKILL it once `at_least` papers are published; return
     how many were published by then."""
-    script = tmp_path / "slow_feeds.py"
-    script.write_text(SLOW_FEEDS)
+    script = slow_feeds(tmp_path, 0.01)
     err = tmp_path / "killed.err"
     with err.open("w") as e:
         proc = subprocess.Popen(
-            [sys.executable, str(script), "0.01", "run", *ws.cli_args()],
+            [sys.executable, str(script), "run", *ws.cli_args()],
             cwd=ws.root,
             stdout=subprocess.DEVNULL,
             stderr=e,

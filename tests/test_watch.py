@@ -22,7 +22,7 @@ import pytest
 
 from feeds.digest import parse
 from feeds.pipeline import run
-from tests.conftest import ROOT, Workspace, make_workspace, run_feeds
+from tests.conftest import ROOT, Workspace, make_workspace, run_feeds, slow_feeds
 
 SEEDS = sorted((ROOT / "seeds").glob("*.txt"))
 SETTINGS = "schedule:\n  every: 1s\nsettle: 1s\n"
@@ -268,38 +268,13 @@ def test_a_concurrent_run_neither_corrupts_nor_duplicates(
     assert w.stop() == 0, w.log()
 
 
-SLOW_PUBLISH = """\
-import os, sys, time
-import feeds.publish.write as write
-
-
-class SlowOs:
-    # os as feeds/publish/write.py sees it: each file waits between temp file and rename.
-    def __getattr__(self, name):
-        return getattr(os, name)
-
-    @staticmethod
-    def replace(src, dst):
-        time.sleep({delay})
-        os.replace(src, dst)
-
-
-write.os = SlowOs()
-from feeds.cli import main
-
-sys.argv[0] = "feeds"
-main()
-"""
-
-
 def test_sigterm_lets_the_current_cycle_finish(
     tmp_path: Path, start_watch: Callable[..., Watcher]
 ) -> None:
     ws = empty_workspace(tmp_path / "ws")
     for seed in SEEDS:
         shutil.copy2(seed, ws.inbox / seed.name)
-    script = tmp_path / "slow_feeds.py"
-    script.write_text(SLOW_PUBLISH.format(delay=0.02))
+    script = slow_feeds(tmp_path, 0.02)
     w = start_watch(ws, prefix=[str(script)])
     papers = ws.public / "papers"
     wait_for("publishing under way", lambda: len(list(papers.glob("*.html"))) >= 5)
