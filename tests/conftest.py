@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import ipaddress
 import os
 import shutil
@@ -22,8 +23,9 @@ DATA = Path(__file__).resolve().parent / "data"
 
 
 # The config cache goes to a scratch folder, never the user's ~/.cache (child processes
-# of the CLI tests inherit it).
-os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="paperfeeds-test-cache-")
+# of the CLI tests inherit it), removed when the test session ends.
+os.environ["XDG_CACHE_HOME"] = _CACHE = tempfile.mkdtemp(prefix="paperfeeds-test-cache-")
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
 _real_getaddrinfo = socket.getaddrinfo
 
