@@ -406,3 +406,14 @@ def test_any_xml_legal_text_renders_well_formed_feeds(title, summary, authors, f
 def test_any_text_at_all_renders_well_formed_feeds(title, summary, authors, feed_title):
     """The renderer is the last line of defence: what XML forbids must not reach a feed."""
     _check_rendered(title, summary, authors, feed_title)
+
+
+@given(st.text(alphabet=st.sampled_from("&<>\"'a 中\x00é")) | st.text())
+def test_the_fast_escape_is_markupsafes(text: str) -> None:
+    from markupsafe import escape
+
+    from feeds.publish.render import _esc
+
+    for special in "&<>\"'":  # each alone, wherever the text puts it
+        assert _esc(text + special) == str(escape(text + special))
+    assert _esc(text) == str(escape(text))
