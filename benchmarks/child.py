@@ -9,6 +9,10 @@ renders the next ones (feeds.publish.write.Writer), so writing is not all lost t
 run waits while it writes a small file itself, when the thread falls behind, at the end,
 and for the sync. These go to stderr after the
 command's own output: `write-seconds <float>`, `wait-seconds <float>`, `peak-kb <int>`.
+
+A big publish renders part of its files in a helper process (feeds.publish.helper); it is
+started through this script too, and reports its own `helper-write-seconds` and
+`helper-peak-kb` when it ends.
 """
 
 from __future__ import annotations
@@ -37,6 +41,16 @@ def _timed(fn: Callable[..., Any], into: list[float] = SPENT) -> Callable[..., A
 def main() -> None:
     for name in ("open", "write", "fchmod", "close", "replace", "sync"):
         setattr(os, name, _timed(getattr(os, name)))
+    from feeds.publish import helper
+
+    if sys.argv[1:2] == ["--helper"]:
+        try:
+            helper._main(int(sys.argv[2]))
+        finally:
+            print(f"helper-write-seconds {SPENT[0]:.3f}", file=sys.stderr)
+            print(f"helper-peak-kb {_peak_kb()}", file=sys.stderr)
+        return
+    helper.COMMAND = [sys.executable, __file__, "--helper"]
     from feeds.publish.write import Writer
 
     Writer.write = _timed(Writer.write, WAITED)  # type: ignore[method-assign]

@@ -168,6 +168,22 @@ class Store:
         except sqlite3.DatabaseError as e:
             raise StateError(f"cannot open the state database: {e}", file=str(path)) from e
 
+    @classmethod
+    def reader(cls, path: Path) -> Store:
+        """Open an existing state to read only: a helper process reads what its parent
+        wrote (and, in WAL mode, does not stop it writing)."""
+        store = cls.__new__(cls)
+        store.path = path
+        store._files = None
+        try:
+            store.db = sqlite3.connect(
+                f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=30
+            )
+            store.db.execute("PRAGMA cache_size=-16384")  # 16 MB: it reads each page once
+        except sqlite3.DatabaseError as e:
+            raise StateError(f"cannot open the state database: {e}", file=str(path)) from e
+        return store
+
     def close(self) -> None:
         self.db.close()
 
@@ -728,15 +744,39 @@ class Store:
                 found[pid].append(Link(*link))
         return {pid: tuple(links) for pid, links in found.items()}
 
+    def seq_ranges(self, size: int) -> list[tuple[int, int, int]]:
+        """Split the papers, in arrival order, into ranges of `size`: (first seq, the seq
+        after the last, how many papers) each."""
+        starts = [
+            int(r[0])
+            for r in self.db.execute(
+                "SELECT seq FROM (SELECT seq, row_number() OVER (ORDER BY seq) - 1 AS n"
+                " FROM papers) WHERE n % ? = 0",
+                (size,),
+            )
+        ]
+        if not starts:
+            return []
+        end = int(self.db.execute("SELECT max(seq) FROM papers").fetchone()[0]) + 1
+        counts = [size] * (len(starts) - 1) + [self.paper_count() - size * (len(starts) - 1)]
+        return list(zip(starts, [*starts[1:], end], counts, strict=True))
+
     def paper_pages(
-        self, paper_ids: Sequence[str] | None = None, chunk: int = 500
+        self,
+        paper_ids: Sequence[str] = (),
+        *,
+        seqs: tuple[int, int] | None = None,
+        chunk: int = 500,
     ) -> Iterator[tuple[Paper, datetime, tuple[Link, ...], list[tuple[str, tuple[Hit, ...]]]]]:
         """Yield what a paper's page shows: the paper, when first seen, its links and its
-        topics with hits; for every paper (arrival order) or the given ones. Read a chunk
-        at a time: three queries per chunk instead of four per paper."""
+        topics with hits; for the given papers, or those whose arrival order is in the
+        range `seqs` [first, last) (in that order). Read a chunk at a time: three queries
+        per chunk instead of four per paper."""
         cols = _PAPER_COLS + ", first_seen"
-        if paper_ids is None:
-            cursor = self.db.execute(f"SELECT {cols} FROM papers ORDER BY seq")
+        if seqs is not None:
+            cursor = self.db.execute(
+                f"SELECT {cols} FROM papers WHERE seq >= ? AND seq < ? ORDER BY seq", seqs
+            )
             batches: Iterator[list[Any]] = iter(lambda: cursor.fetchmany(chunk), [])
         else:
             batches = (

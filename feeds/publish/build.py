@@ -9,22 +9,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
-from datetime import datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from feeds import __version__
 from feeds.config import Config
+from feeds.publish.parts import ALL
 from feeds.publish.write import Writer, WriteStats, cannot_write, sweep
-from feeds.store import ListRow, Store
+from feeds.store import Store
 
 if TYPE_CHECKING:
-    from feeds.model import Hit, Paper
-    from feeds.publish.view import FeedView, PaperView, Site
-
-ALL = "all"
+    from feeds.publish.parts import Part
 
 
 # Bumped whenever what the renderers write changes: the next publish writes everything
@@ -85,120 +81,60 @@ def _publish(
 
     # Only when something is written: jinja2 and feedgen above all, but every module
     # counts when a run with nothing to do should take a blink.
-    from feeds.model import Item
     from feeds.publish import render
-    from feeds.publish.view import (
-        FORMATS,
-        FeedView,
-        Kept,
-        Site,
-        feed_path,
-        paper_path,
-        topic_path,
-    )
+    from feeds.publish.helper import Helper, share, worth_helping
+    from feeds.publish.parts import Plan, Topic, feed_view, page_parts, render_part
+    from feeds.publish.view import FORMATS, Site, feed_path, topic_path
 
     site = Site(title=s.site_title, base_url=s.base_url)
-
-    created = store.created()
-    counts = store.member_counts()
+    titles = {t.id: t.title for t in config.topics}
+    plan = Plan(public, site, full, dirty, store.created(), store.member_counts(), titles,
+                s.page_size)  # fmt: skip
     wanted = {t.id for t in config.topics}
 
-    def feed_view(fid: str, title: str, desc: str, cap: int, *, with_items: bool) -> FeedView:
-        rows: list[tuple[Paper, datetime, tuple[Hit, ...]]]
-        if not with_items:  # the index and OPML need only its title and size
-            return FeedView(fid, title, desc, created, (), cap, counts.get(fid, 0))
-        if fid == ALL:
-            rows = [(p, seen, ()) for p, seen in store.all_items(cap)]
-            total = store.paper_count()
-        else:
-            rows = list(store.topic_items(fid, cap))
-            total = counts.get(fid, 0)
-        links = store.links_of(p.paper_id for p, _e, _h in rows)
-        items = tuple(Item(p, e, links[p.paper_id], h) for p, e, h in rows)
-        updated = items[0].entered if items else created  # never the clock
-        return FeedView(fid, title, desc, updated, items, cap, total)
-
-    removed_pages = 0
     # Items are read for one feed at a time, as it is rendered, and let go after: a full
     # build renders every feed, and holding them all would cost a hundred papers a topic.
     views = [
-        feed_view(t.id, t.title, t.description or "", t.max_items or s.max_items, with_items=False)
+        feed_view(plan, store, t.id, t.title, t.description or "",
+                  t.max_items or s.max_items, with_items=False)
         for t in config.topics
-    ]
-    all_feed = feed_view(ALL, f"{s.site_title}: all papers", "Every paper, newest first",
-                         s.max_items, with_items=True)  # fmt: skip
+    ]  # fmt: skip
+    all_feed = feed_view(plan, store, ALL, f"{s.site_title}: all papers",
+                         "Every paper, newest first", s.max_items, with_items=True)  # fmt: skip
+    todo = [f for f in [all_feed, *views] if full or f.id in dirty["topic"]]
+    pages = page_parts(store, None if full else sorted(dirty["paper"]))
+    parts: list[Part] = [*map(Topic, todo), *pages]
+    begun = {"topics": 0, "pages": 0}
+    page_count = sum(p.count for p in pages)
 
-    def kept_view(light: FeedView, blocks: dict[str, dict[str, bytes]]) -> FeedView:
-        # The topic's items, but those whose entries are in all three files written last
-        # time and whose papers did not change are Kept: not read, not built.
-        heads = store.topic_heads(light.id, light.max_items)
-        reusable = blocks["rss"].keys() & blocks["atom"].keys() & blocks["json"].keys()
-        kept = {
-            pid: key
-            for pid, title, _entered in heads
-            if pid not in dirty["paper"] and (key := render.title_id(title)) in reusable
-        }
-        rows = store.topic_items_of(light.id, [pid for pid, *_ in heads if pid not in kept])
-        links = store.links_of(rows)
-        items = tuple(
-            Kept(kept[pid])
-            if pid in kept
-            else Item(rows[pid][0], entered, links[pid], rows[pid][2])
-            for pid, _title, entered in heads
-        )
-        updated = heads[0][2] if heads else created
-        return replace(light, updated=updated, items=items)
+    def begin(part: Part) -> None:
+        if isinstance(part, Topic):
+            begun["topics"] += 1
+            progress(f"publishing: feeds and reading lists, topic {begun['topics']:,} of "
+                     f"{len(todo):,}")  # fmt: skip
+        else:
+            progress(f"publishing: paper pages, {begun['pages'] + 1:,} of {page_count:,}")
+            begun["pages"] += part.count
 
     # Feeds and reading lists are written on a second thread while the next ones render
-    # (see Writer).
+    # (see Writer); a big publish shares its parts with a second process (see helper).
     with Writer() as out:
-        todo = [f for f in [all_feed, *views] if full or f.id in dirty["topic"]]
-        for n, light in enumerate(todo, start=1):
-            progress(f"publishing: feeds and reading lists, topic {n:,} of {len(todo):,}")
-            # Entries of items whose papers did not change are taken from the files written
-            # last time (see render.entry_blocks): a new paper in a big topic reads and builds
-            # one entry, not the feed's hundred.
-            paths = {fmt: public / feed_path(light.id, fmt) for fmt in FORMATS}
-            blocks = {fmt: {} if full else _blocks(paths[fmt], fmt) for fmt in FORMATS}
-            if light.id == ALL:
-                view = light
-            elif full:
-                view = feed_view(
-                    light.id, light.title, light.description, light.max_items, with_items=True
-                )
-            else:
-                view = kept_view(light, blocks)
-            changed = {
-                render.item_id(i)
-                for i in view.items
-                if isinstance(i, Item) and i.paper.paper_id in dirty["paper"]
-            }
-            for fmt, path in paths.items():
-                reuse = {k: v for k, v in blocks[fmt].items() if k not in changed}
-                if fmt == "json":
-                    data = render.render_json_feed(site, view, reuse)
-                else:
-                    data = render.render_feed(site, view, fmt, reuse)
-                out.write(path, data)
-            if view.id != ALL:
-                every = full or view.id in dirty["archive"]
-                removed_pages += _reading_list(
-                    store, site, view, public, s.page_size, every, dirty["paper"], out
-                )
 
-        titles = {t.id: t.title for t in config.topics}
-        paper_ids = None if full else sorted(dirty["paper"])
-        pages = store.paper_count() if paper_ids is None else len(paper_ids)
-        for n, paper_view in enumerate(_paper_views(store, paper_ids, titles), start=1):
-            if n % 1000 == 1:
-                progress(f"publishing: paper pages, {n:,} of {pages:,}")
-            page = render.render_paper(site, paper_view)
-            out.write(public / paper_path(paper_view.paper.paper_id), page)
+        def here(part: Part) -> int:
+            return render_part(plan, store, out, part)
 
+        if worth_helping(parts):
+            with Helper(store.path, plan) as helper:
+                removed = share(parts, here, begin, helper)
+            helped = (helper.written, helper.unchanged)
+        else:
+            removed, helped = 0, (0, 0)
+            for part in parts:
+                begin(part)
+                removed += here(part)
         out.write(public / "feeds.opml", render.render_opml(site, [all_feed, *views]))
         out.write(public / "index.html", render.render_index(site, views, all_feed))
 
-    removed = removed_pages
     if died:  # only a publish that was killed leaves temp files (see _replace)
         removed += sweep(public, lambda _rel: True, papers=True)
     if full:  # whatever is not a current topic's goes (papers are never removed)
@@ -215,116 +151,11 @@ def _publish(
                 import shutil  # rare: not imported by every run
 
                 shutil.rmtree(public / "topics" / gone)
-    if out.written or removed:
+    written = out.written + helped[0]
+    if written or removed:
         os.sync()  # one sync for the whole run instead of an fsync per file
     with store.transaction():  # only now: a publish that died is done again next time
         store.clear_dirty()
         store.set_meta("site", _site_key(config))
         store.set_meta("publishing", "0")
-    return WriteStats(out.written, out.unchanged, removed)
-
-
-def _blocks(path: Path, fmt: str) -> dict[str, bytes]:
-    """Return the entry blocks of a feed file written before, by item id."""
-    from feeds.publish.render import entry_blocks
-
-    try:
-        document = path.read_bytes()
-    except FileNotFoundError:
-        return {}
-    return entry_blocks(fmt, document)
-
-
-def _reusable_rows(path: Path, dirty_papers: set[str]) -> dict[str, str]:
-    """Return the rows of a topic's front page, by paper id, but those of changed papers."""
-    from feeds.publish.render import reading_rows
-
-    try:
-        document = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    return {k: v for k, v in reading_rows(document).items() if k not in dirty_papers}
-
-
-def _reading_list(
-    store: Store,
-    site: Site,
-    view: FeedView,
-    public: Path,
-    size: int,
-    every: bool,
-    dirty_papers: set[str],
-    out: Writer,
-) -> int:
-    """Write a topic's reading list: the front page, and the archive pages that changed
-    (all when `every`; else new ones, the one before them, and those holding a changed
-    paper).
-    Return how many archive pages were removed (the list got shorter)."""
-    from feeds.publish import render
-    from feeds.publish.view import archive_path, pages, topic_path
-
-    front, archives = pages(view.count, size)
-
-    def page_of(rows: Sequence[ListRow | str], k: int = 0) -> bytes:
-        # Links only for the rows to render (at most `size` papers).
-        links = store.links_of(row[0] for row in rows if not isinstance(row, str))
-        return b"".join(render.render_topic(site, view, rows, links, archives=archives, page=k))
-
-    # The front page's rows of papers that did not change are taken from the page written
-    # last time: a new paper in a big topic renders one row, not the page's five hundred.
-    path = public / topic_path(view.id)
-    old = {} if every else _reusable_rows(path, dirty_papers)
-    front_rows: list[ListRow | str]
-    if old:
-        front_ids = store.topic_ids(view.id, front)
-        fresh = store.member_rows(view.id, [pid for pid in front_ids if pid not in old])
-        front_rows = [old.get(pid) or fresh[pid] for pid in front_ids]
-    else:
-        front_rows = list(store.topic_rows(view.id, front))
-        front_ids = [row[0] for row in front_rows]
-    out.write(path, page_of(front_rows))
-    stale = set(range(1, archives + 1)) if every else set()
-    folder = public / "topics" / view.id
-    try:  # one listing, not a stat per part: a big topic has hundreds of parts
-        there = set(os.listdir(folder))
-    except FileNotFoundError:
-        there = set()
-    if not every and archives:
-        missing = {k for k in range(1, archives + 1) if f"{k}.html" not in there}
-        # The part before a new one had the front page as its "newer" neighbour.
-        stale |= missing | ({min(missing) - 1} - {0} if missing else set())
-        if 0 < len(dirty_papers) <= 5000:
-            # A changed paper of this topic is on an archive part unless it is on the front
-            # page (new papers are): only those need their position looked up.
-            older = dirty_papers.difference(front_ids)
-            stale |= {r // size + 1 for r in store.ranks(view.id, older) if r < archives * size}
-        elif dirty_papers:  # many changed papers: one pass over the topic is cheaper
-            for rank, pid in enumerate(store.topic_order(view.id)):
-                if rank >= archives * size:
-                    break
-                if pid in dirty_papers:
-                    stale.add(rank // size + 1)
-    if len(stale) > 2:  # one pass over the topic; skipping to each part costs a pass each
-        for k, rows in store.topic_parts(view.id, size, max(stale)):
-            if k in stale:
-                out.write(public / archive_path(view.id, k), page_of(rows, k))
-    else:  # a new part and the one before it, or a changed paper's: skip to them
-        for k in sorted(stale):
-            page = page_of(store.topic_rows(view.id, size, (k - 1) * size, view.count), k)
-            out.write(public / archive_path(view.id, k), page)
-    removed = 0
-    for name in there:  # parts past the last: the list got shorter
-        if name.endswith(".html") and name[:-5].isdigit() and int(name[:-5]) > archives:
-            (folder / name).unlink(missing_ok=True)
-            removed += 1
-    return removed
-
-
-def _paper_views(
-    store: Store, paper_ids: list[str] | None, titles: dict[str, str]
-) -> Iterator[PaperView]:
-    from feeds.publish.view import PaperView
-
-    for paper, first_seen, links, topics in store.paper_pages(paper_ids):
-        shown = tuple((t, titles[t], h) for t, h in topics if t in titles)
-        yield PaperView(paper, first_seen, links, shown)
+    return WriteStats(written, out.unchanged + helped[1], removed)

@@ -1,0 +1,273 @@
+"""The parts of a publish: one topic's feeds and reading list, or a batch of paper pages.
+
+Each part reads what it needs from the state and writes its own files, so that the parts
+of a big publish can be shared between this process and a helper on the other core
+(feeds.publish.helper): either renders a part the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from feeds.store import ListRow, Store
+
+if TYPE_CHECKING:
+    from feeds.model import Hit, Paper
+    from feeds.publish.view import FeedView, PaperView, Site
+    from feeds.publish.write import Writer
+
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every part of one publish needs besides the state, in whichever process."""
+
+    public: Path
+    site: Site
+    full: bool  # everything is rendered again; nothing is reused from the files
+    dirty: dict[str, set[str]]  # what changed, by kind (see Store.dirty); empty when full
+    created: datetime  # the state's: a feed with no items is as old as that
+    counts: dict[str, int]  # members by topic
+    titles: dict[str, str]  # of the current topics, by id: paper pages list them
+    page_size: int
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A part: a topic's (or `all`'s) three feeds and, but for `all`, its reading list."""
+
+    view: FeedView  # without items (they are read as the part renders), but for `all`
+
+
+@dataclass(frozen=True)
+class Pages:
+    """A part: the pages of some papers, given by id or (a full build) by arrival range."""
+
+    ids: tuple[str, ...] = ()
+    seqs: tuple[int, int] | None = None  # [first, last) of papers.seq
+    count: int = 0  # how many papers (for progress)
+
+
+Part = Topic | Pages
+
+
+def render_part(plan: Plan, store: Store, out: Writer, part: Part) -> int:
+    """Render and write one part; return how many archive pages it removed."""
+    if isinstance(part, Pages):
+        _pages(plan, store, out, part)
+        return 0
+    return _topic(plan, store, out, part.view)
+
+
+def feed_view(
+    plan: Plan, store: Store, fid: str, title: str, desc: str, cap: int, *, with_items: bool
+) -> FeedView:
+    """Return a feed's view: with its newest `cap` items, or (for the index and the OPML,
+    and to be filled in as it renders) only its title and size."""
+    from feeds.model import Item
+    from feeds.publish.view import FeedView
+
+    rows: list[tuple[Paper, datetime, tuple[Hit, ...]]]
+    if not with_items:
+        return FeedView(fid, title, desc, plan.created, (), cap, plan.counts.get(fid, 0))
+    if fid == ALL:
+        rows = [(p, seen, ()) for p, seen in store.all_items(cap)]
+        total = store.paper_count()
+    else:
+        rows = list(store.topic_items(fid, cap))
+        total = plan.counts.get(fid, 0)
+    links = store.links_of(p.paper_id for p, _e, _h in rows)
+    items = tuple(Item(p, e, links[p.paper_id], h) for p, e, h in rows)
+    updated = items[0].entered if items else plan.created  # never the clock
+    return FeedView(fid, title, desc, updated, items, cap, total)
+
+
+def _kept_view(
+    plan: Plan, store: Store, light: FeedView, blocks: dict[str, dict[str, bytes]]
+) -> FeedView:
+    """The topic's items, but those whose entries are in all three files written last
+    time and whose papers did not change are Kept: not read, not built."""
+    from feeds.model import Item
+    from feeds.publish import render
+    from feeds.publish.view import Kept
+
+    heads = store.topic_heads(light.id, light.max_items)
+    reusable = blocks["rss"].keys() & blocks["atom"].keys() & blocks["json"].keys()
+    kept = {
+        pid: key
+        for pid, title, _entered in heads
+        if pid not in plan.dirty["paper"] and (key := render.title_id(title)) in reusable
+    }
+    rows = store.topic_items_of(light.id, [pid for pid, *_ in heads if pid not in kept])
+    links = store.links_of(rows)
+    items = tuple(
+        Kept(kept[pid]) if pid in kept else Item(rows[pid][0], entered, links[pid], rows[pid][2])
+        for pid, _title, entered in heads
+    )
+    updated = heads[0][2] if heads else plan.created
+    return replace(light, updated=updated, items=items)
+
+
+def _topic(plan: Plan, store: Store, out: Writer, light: FeedView) -> int:
+    from feeds.model import Item
+    from feeds.publish import render
+    from feeds.publish.view import FORMATS, feed_path
+
+    # Entries of items whose papers did not change are taken from the files written last
+    # time (see render.entry_blocks): a new paper in a big topic reads and builds one
+    # entry, not the feed's hundred.
+    paths = {fmt: plan.public / feed_path(light.id, fmt) for fmt in FORMATS}
+    blocks = {fmt: {} if plan.full else _blocks(paths[fmt], fmt) for fmt in FORMATS}
+    if light.id == ALL:
+        view = light
+    elif plan.full:
+        view = feed_view(
+            plan, store, light.id, light.title, light.description, light.max_items,
+            with_items=True,
+        )  # fmt: skip
+    else:
+        view = _kept_view(plan, store, light, blocks)
+    changed = {
+        render.item_id(i)
+        for i in view.items
+        if isinstance(i, Item) and i.paper.paper_id in plan.dirty["paper"]
+    }
+    for fmt, path in paths.items():
+        reuse = {k: v for k, v in blocks[fmt].items() if k not in changed}
+        if fmt == "json":
+            data = render.render_json_feed(plan.site, view, reuse)
+        else:
+            data = render.render_feed(plan.site, view, fmt, reuse)
+        out.write(path, data)
+    if view.id == ALL:
+        return 0
+    every = plan.full or view.id in plan.dirty["archive"]
+    return _reading_list(plan, store, view, every, out)
+
+
+def _blocks(path: Path, fmt: str) -> dict[str, bytes]:
+    """Return the entry blocks of a feed file written before, by item id."""
+    from feeds.publish.render import entry_blocks
+
+    try:
+        document = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    return entry_blocks(fmt, document)
+
+
+def _reusable_rows(path: Path, dirty_papers: set[str]) -> dict[str, str]:
+    """Return the rows of a topic's front page, by paper id, but those of changed papers."""
+    from feeds.publish.render import reading_rows
+
+    try:
+        document = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    return {k: v for k, v in reading_rows(document).items() if k not in dirty_papers}
+
+
+def _reading_list(plan: Plan, store: Store, view: FeedView, every: bool, out: Writer) -> int:
+    """Write a topic's reading list: the front page, and the archive pages that changed
+    (all when `every`; else new ones, the one before them, and those holding a changed
+    paper).
+    Return how many archive pages were removed (the list got shorter)."""
+    from feeds.publish import render
+    from feeds.publish.view import archive_path, pages, topic_path
+
+    public, size, dirty_papers = plan.public, plan.page_size, plan.dirty["paper"]
+    front, archives = pages(view.count, size)
+
+    def page_of(rows: Sequence[ListRow | str], k: int = 0) -> bytes:
+        # Links only for the rows to render (at most `size` papers).
+        links = store.links_of(row[0] for row in rows if not isinstance(row, str))
+        return b"".join(
+            render.render_topic(plan.site, view, rows, links, archives=archives, page=k)
+        )
+
+    # The front page's rows of papers that did not change are taken from the page written
+    # last time: a new paper in a big topic renders one row, not the page's five hundred.
+    path = public / topic_path(view.id)
+    old = {} if every else _reusable_rows(path, dirty_papers)
+    front_rows: list[ListRow | str]
+    if old:
+        front_ids = store.topic_ids(view.id, front)
+        fresh = store.member_rows(view.id, [pid for pid in front_ids if pid not in old])
+        front_rows = [old.get(pid) or fresh[pid] for pid in front_ids]
+    else:
+        front_rows = list(store.topic_rows(view.id, front))
+        front_ids = [row[0] for row in front_rows]
+    out.write(path, page_of(front_rows))
+    stale = set(range(1, archives + 1)) if every else set()
+    folder = public / "topics" / view.id
+    try:  # one listing, not a stat per part: a big topic has hundreds of parts
+        there = set(os.listdir(folder))
+    except FileNotFoundError:
+        there = set()
+    if not every and archives:
+        missing = {k for k in range(1, archives + 1) if f"{k}.html" not in there}
+        # The part before a new one had the front page as its "newer" neighbour.
+        stale |= missing | ({min(missing) - 1} - {0} if missing else set())
+        if 0 < len(dirty_papers) <= 5000:
+            # A changed paper of this topic is on an archive part unless it is on the front
+            # page (new papers are): only those need their position looked up.
+            older = dirty_papers.difference(front_ids)
+            stale |= {r // size + 1 for r in store.ranks(view.id, older) if r < archives * size}
+        elif dirty_papers:  # many changed papers: one pass over the topic is cheaper
+            for rank, pid in enumerate(store.topic_order(view.id)):
+                if rank >= archives * size:
+                    break
+                if pid in dirty_papers:
+                    stale.add(rank // size + 1)
+    if len(stale) > 2:  # one pass over the topic; skipping to each part costs a pass each
+        for k, rows in store.topic_parts(view.id, size, max(stale)):
+            if k in stale:
+                out.write(public / archive_path(view.id, k), page_of(rows, k))
+    else:  # a new part and the one before it, or a changed paper's: skip to them
+        for k in sorted(stale):
+            page = page_of(store.topic_rows(view.id, size, (k - 1) * size, view.count), k)
+            out.write(public / archive_path(view.id, k), page)
+    removed = 0
+    for name in there:  # parts past the last: the list got shorter
+        if name.endswith(".html") and name[:-5].isdigit() and int(name[:-5]) > archives:
+            (folder / name).unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def _pages(plan: Plan, store: Store, out: Writer, part: Pages) -> None:
+    from feeds.publish import render
+    from feeds.publish.view import paper_path
+
+    for view in _paper_views(store, part, plan.titles):
+        page = render.render_paper(plan.site, view)
+        out.write(plan.public / paper_path(view.paper.paper_id), page)
+
+
+def _paper_views(store: Store, part: Pages, titles: dict[str, str]) -> Iterator[PaperView]:
+    from feeds.publish.view import PaperView
+
+    for paper, first_seen, links, topics in store.paper_pages(part.ids, seqs=part.seqs):
+        shown = tuple((t, titles[t], h) for t, h in topics if t in titles)
+        yield PaperView(paper, first_seen, links, shown)
+
+
+PAGES_PER_PART = 1000  # ~0.3 s of rendering: fine enough to share, coarse enough to hand over
+
+
+def page_parts(store: Store, paper_ids: list[str] | None) -> list[Pages]:
+    """Split the paper pages to render into parts: the given papers, or (None) every
+    paper, by ranges of arrival order."""
+    size = PAGES_PER_PART
+    if paper_ids is not None:
+        return [
+            Pages(ids=tuple(paper_ids[i : i + size]), count=len(paper_ids[i : i + size]))
+            for i in range(0, len(paper_ids), size)
+        ]
+    return [Pages(seqs=(first, end), count=n) for first, end, n in store.seq_ranges(size)]

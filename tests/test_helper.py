@@ -1,0 +1,207 @@
+"""A big publish shares its parts with a helper process: the same files, the same errors.
+
+The seeds are far below the size at which a publish takes a helper, so these tests lower
+the threshold and cut the paper pages into parts of seven (60 papers: nine parts).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from feeds.config import Config
+from feeds.errors import PublishError
+from feeds.pipeline import run
+from feeds.publish import helper, parts
+from tests.conftest import ROOT, project_config
+
+T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
+
+
+def _project(root: Path) -> Config:
+    shutil.copytree(ROOT / "seeds", root / "seeds")
+    later = sorted((root / "seeds").glob("*.txt"))[1]
+    later.rename(root / later.name)  # held back for a second run
+    return project_config(root, ROOT / "config" / "subscriptions.yaml")
+
+
+def _release(config: Config) -> None:
+    root = config.settings.public_dir.parent
+    for held in root.glob("*.txt"):
+        held.rename(root / "seeds" / held.name)
+
+
+def _files(public: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(public)): p.read_bytes() for p in public.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def handed(monkeypatch: pytest.MonkeyPatch) -> list[parts.Part]:
+    """Every publish takes a helper; return the list of the parts handed to it."""
+    monkeypatch.setattr(helper, "HELP_FROM", 0)
+    monkeypatch.setattr(parts, "PAGES_PER_PART", 7)
+    given: list[parts.Part] = []
+    send = helper.Helper.send
+
+    def spy(self: helper.Helper, part: parts.Part) -> None:
+        given.append(part)
+        send(self, part)
+
+    monkeypatch.setattr(helper.Helper, "send", spy)
+    return given
+
+
+def _both(tmp_path: Path, handed: list[parts.Part], monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Run the same two cycles in a project alone and in one with a helper; yield after
+    each the two summaries and the progress messages."""
+    alone, helped = _project(tmp_path / "alone"), _project(tmp_path / "helped")
+    for n in range(2):
+        if n:
+            _release(alone)
+            _release(helped)
+        now = T0 + timedelta(hours=n)
+        told: dict[str, list[str]] = {"alone": [], "helped": []}
+        with monkeypatch.context() as m:
+            m.setattr(helper, "HELP_FROM", 10**9)
+            one = run(alone, now=lambda now=now: now, progress=told["alone"].append)
+        handed.clear()
+        two = run(helped, now=lambda now=now: now, progress=told["helped"].append)
+        yield one, two, told, alone, helped
+
+
+def test_a_helped_publish_writes_byte_for_byte_what_one_process_writes(
+    tmp_path: Path, handed: list[parts.Part], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for one, two, told, alone, helped in _both(tmp_path, handed, monkeypatch):
+        # The helper rendered paper pages and (the parts meet in the middle) maybe topics.
+        assert any(isinstance(p, parts.Pages) for p in handed)
+        assert one.files == two.files
+        assert one.files.written > 0
+        assert _files(alone.settings.public_dir) == _files(helped.settings.public_dir)
+        # Each part is reported once as it starts, whichever process renders it: topic k
+        # of n; paper pages k of n, k counting the pages begun before it (the helper's
+        # parts come from the end, of other sizes, so the steps differ).
+        topics = [m for m in told["alone"] if m.startswith("publishing: feeds")]
+        assert [m for m in told["helped"] if m.startswith("publishing: feeds")] == topics
+        assert topics
+        pages = {name: [m for m in told[name] if m.startswith("publishing: paper pages")]
+                 for name in told}  # fmt: skip
+        assert len(pages["helped"]) == len(pages["alone"]) > 1
+        begun = [int(m.split(", ")[1].split(" of ")[0]) for m in pages["helped"]]
+        assert begun[0] == 1
+        assert begun == sorted(set(begun))
+        assert {m.split(" of ")[1] for m in pages["helped"] + pages["alone"]} == {
+            str(one.papers_new + one.papers_updated)
+        }
+
+
+def test_an_error_in_the_helper_reaches_the_run_and_the_next_run_finishes(
+    tmp_path: Path, handed: list[parts.Part]
+) -> None:
+    config = _project(tmp_path)
+    _release(config)
+    run(config, now=lambda: T0)
+    public = config.settings.public_dir
+    before = _files(public)
+    # Without the index, everything is published again. The last paper's page is in the
+    # last part (pages by arrival), the first sent to the helper.
+    (public / "index.html").unlink()
+    with sqlite3.connect(config.settings.state) as db:
+        (last,) = db.execute("SELECT paper_id FROM papers ORDER BY seq DESC LIMIT 1").fetchone()
+    blocker = public / "papers" / f"{last}.html"
+    blocker.unlink()
+    blocker.mkdir()
+    handed.clear()
+    with pytest.raises(PublishError) as raised:
+        run(config, now=lambda: T0 + timedelta(hours=1))
+    assert str(raised.value) == f"cannot write {blocker}: Is a directory"
+    assert isinstance(handed[0], parts.Pages)
+    assert handed[0].seqs is not None
+    assert not list(public.rglob("*.tmp"))
+    after = _files(public)
+    assert all(after[name] == data for name, data in before.items() if name in after)
+
+    blocker.rmdir()
+    summary = run(config, now=lambda: T0 + timedelta(hours=2))
+    assert summary.files.written == 2  # the page and the index
+    # What is published now is what the same state gives in an empty folder.
+    fresh = replace(config, settings=replace(config.settings, public_dir=tmp_path / "fresh"))
+    run(fresh, now=lambda: T0 + timedelta(hours=3))
+    assert _files(public) == _files(tmp_path / "fresh")
+
+
+_ORPHAN = """\
+import os, sys, time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from feeds.publish.helper import Helper
+from feeds.publish.parts import Pages, Plan
+from feeds.publish.view import Site
+from feeds.store import Store
+
+state = Path(sys.argv[1])
+Store(state, datetime.now(UTC)).close()
+dirty = {k: set() for k in Store.DIRTY_KINDS}
+plan = Plan(state.parent, Site("t", "http://x/"), False, dirty, datetime.now(UTC), {}, {}, 10)
+with Helper(state, plan) as helper:
+    helper.send(Pages())
+    helper.answer()
+    print(helper._proc.pid, flush=True)
+    sys.stdin.readline()  # the test signals the helper, then says go on
+    helper.send(Pages())
+    helper.answer()
+    print("still working", flush=True)
+    time.sleep(60)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")  # an orphan nobody reaps is a zombie, which runs nothing
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_the_helper_ignores_interrupts_and_exits_with_its_parent(tmp_path: Path) -> None:
+    script = tmp_path / "orphan.py"
+    script.write_text(_ORPHAN)
+    parent = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "state.sqlite3")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        assert parent.stdout is not None
+        assert parent.stdin is not None
+        pid = int(parent.stdout.readline())
+        # A Ctrl-C or a `systemctl stop` signals every process: the parent decides.
+        os.kill(pid, signal.SIGINT)
+        os.kill(pid, signal.SIGTERM)
+        parent.stdin.write("go on\n")
+        parent.stdin.flush()
+        assert parent.stdout.readline() == "still working\n"
+        assert not _gone(pid)
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 20
+        while not _gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(pid)
+    finally:
+        parent.kill()
+        parent.wait()
