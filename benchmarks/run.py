@@ -66,8 +66,8 @@ def timed(fn, *args):  # type: ignore[no-untyped-def]
     return result, time.perf_counter() - start
 
 
-def feeds_run(work: Path, *, measured: bool = True) -> tuple[float, int, float, float]:
-    """Run `feeds run` in a child process: (wall seconds, its peak memory in MB, seconds
+def feeds_run(work: Path, *, measured: bool = True) -> tuple[float, str, float, float]:
+    """Run `feeds run` in a child process: (wall seconds, its peak memory ("N MB"), seconds
     spent writing files, seconds the run waited for the writing). `measured` runs it
     through benchmarks/child.py, which reports the last three; otherwise the child is the
     plain command (for start-up timings) and they are 0."""
@@ -83,16 +83,20 @@ def feeds_run(work: Path, *, measured: bool = True) -> tuple[float, int, float, 
     if proc.returncode not in (0, 3):
         sys.exit(f"feeds run failed ({proc.returncode}):\n{err}")
     if not measured:
-        return wall, 0, 0.0, 0.0
+        return wall, "", 0.0, 0.0
+
+    # `key value` lines; the helper process of a big publish reports too (as helper-...),
+    # when it ran.
+    values = dict(line.partition(" ")[::2] for line in err.splitlines())
 
     def reported(key: str) -> float:
-        # The helper process of a big publish reports too (as helper-...), when it ran.
-        if f"\n{key} " not in f"\n{err}":
-            return 0.0
-        return float(err.rsplit(f"\n{key} ", 1)[1].split()[0])
+        return float(values.get(key, 0))
 
     # Both processes' peaks, added: an upper bound of what the two held at once.
-    peak = int(reported("peak-kb") + reported("helper-peak-kb")) // 1024
+    peak = f"{int(reported('peak-kb') + reported('helper-peak-kb')) // 1024} MB"
+    if reported("helper-peak-kb"):
+        peak += (f" (the run {int(reported('peak-kb')) // 1024} MB + its helper process "
+                 f"{int(reported('helper-peak-kb')) // 1024} MB)")  # fmt: skip
     writing = reported("write-seconds") + reported("helper-write-seconds")
     return wall, peak, writing, reported("wait-seconds")
 
@@ -187,7 +191,7 @@ def full_phase(work: Path, inbox: Path) -> None:
     public = work / "public"
     sizes = [p.stat().st_size for p in public.rglob("*") if p.is_file()]
     floor_w = fs_floor(sizes, work / "fs-floor")
-    print(f"\nfull build: {wall:.1f}s wall, peak {peak} MB, {len(sizes):,} files "
+    print(f"\nfull build: {wall:.1f}s wall, peak {peak}, {len(sizes):,} files "
           f"({sum(sizes) / 1e6:,.0f} MB)")  # fmt: skip
     # Files are written on a second thread while the next ones render: what writing costs
     # the run is the time it waited for it, not the writer's own time.
@@ -215,9 +219,9 @@ def full_phase(work: Path, inbox: Path) -> None:
     import_s = statistics.median(
         _wall([sys.executable, "-c", "import feeds.cli"]) for _ in range(5)
     )
-    print(f"\nnew 10-paper digest: {inc * 1000:.0f} ms wall (peak {inc_peak} MB)")
+    print(f"\nnew 10-paper digest: {inc * 1000:.0f} ms wall (peak {inc_peak})")
     print(f"no-op run:           {noop * 1000:.0f} ms wall, median of 11 "
-          f"(fastest {min(noops) * 1000:.0f} ms; peak {noop_peak} MB)")  # fmt: skip
+          f"(fastest {min(noops) * 1000:.0f} ms; peak {noop_peak})")  # fmt: skip
     print(f"  baselines: `python -c pass` {python_s * 1000:.0f} ms (run between the no-op runs: "
           f"they take {(noop - python_s) * 1000:.0f} ms more), "
           f"`import feeds.cli` {import_s * 1000:.0f} ms")  # fmt: skip
