@@ -205,3 +205,40 @@ def test_the_helper_ignores_interrupts_and_exits_with_its_parent(tmp_path: Path)
     finally:
         parent.kill()
         parent.wait()
+
+
+# A helper that renders its first part and dies in its second, as if killed for memory.
+_DIES_LATER = """\
+import os, sys
+from feeds.publish import helper
+real = helper.render_part
+done = []
+
+def once(*args):
+    if done:
+        os._exit(9)
+    done.append(1)
+    return real(*args)
+
+helper.render_part = once
+helper._main(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("how", ["cannot-start", "dies-at-once", "dies-later"])
+def test_without_a_working_helper_the_run_renders_everything_itself(
+    tmp_path: Path, handed: list[parts.Part], monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    script = tmp_path / "dies_later.py"
+    script.write_text(_DIES_LATER)
+    command = {
+        "cannot-start": ["/nonexistent/python"],
+        "dies-at-once": [sys.executable, "-c", "import sys; sys.exit(1)"],
+        "dies-later": [sys.executable, str(script)],
+    }[how]
+    monkeypatch.setattr(helper, "COMMAND", command)
+    for one, two, _told, alone, helped in _both(tmp_path, handed, monkeypatch):
+        assert _files(alone.settings.public_dir) == _files(helped.settings.public_dir)
+        assert two.files.written >= one.files.written > 0
+        if how != "cannot-start":
+            assert handed  # it was started, and sent parts

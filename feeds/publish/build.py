@@ -82,7 +82,7 @@ def _publish(
     # Only when something is written: jinja2 and feedgen above all, but every module
     # counts when a run with nothing to do should take a blink.
     from feeds.publish import render
-    from feeds.publish.helper import Helper, share, worth_helping
+    from feeds.publish.helper import share, start_helper, worth_helping
     from feeds.publish.parts import Plan, Topic, feed_view, page_parts, render_part
     from feeds.publish.view import FORMATS, Site, feed_path, topic_path
 
@@ -123,8 +123,9 @@ def _publish(
         def here(part: Part) -> int:
             return render_part(plan, store, out, part)
 
-        if worth_helping(parts):
-            with Helper(store.path, plan) as helper:
+        helper = start_helper(store.path, plan) if worth_helping(parts) else None
+        if helper is not None:
+            with helper:
                 removed = share(parts, here, begin, helper)
             helped = (helper.written, helper.unchanged)
         else:

@@ -43,6 +43,14 @@ def worth_helping(parts: Sequence[Part]) -> bool:
     return work >= HELP_FROM and len(os.sched_getaffinity(0)) > 1
 
 
+def start_helper(state: Path, plan: Plan) -> Helper | None:
+    """Start a helper; None if no process can be started (the run goes on alone)."""
+    try:
+        return Helper(state, plan)
+    except OSError:  # no interpreter to run (an embedded Python), no processes left
+        return None
+
+
 class HelperGone(Exception):
     """The helper process ended before answering (not an error of a part)."""
 
