@@ -155,6 +155,16 @@ class SlowOs:
 
 
 write.os = SlowOs()
+if {helped}:  # every publish shares its parts with a helper process, slowed down too
+    from feeds.publish import helper, parts
+
+    helper.HELP_FROM = 0
+    parts.PAGES_PER_PART = 5
+    if sys.argv[1:2] == ["--helper"]:
+        open(sys.argv[2] + ".helper-started", "a").close()
+        helper._main(int(sys.argv[3]))
+        sys.exit()
+    helper.COMMAND = [sys.executable, __file__, "--helper", __file__]
 from feeds.cli import main
 
 sys.argv[0] = "feeds"
@@ -162,10 +172,13 @@ main()
 """
 
 
-def slow_feeds(folder: Path, delay: float) -> Path:
+def slow_feeds(folder: Path, delay: float, *, helped: bool = False) -> Path:
     """Write a script that is `feeds` with publishing slowed down: each file waits `delay`
     seconds between its temp file being written and its rename (so a signal lands while
-    temp files exist and some, not all, files are published). Return its path."""
+    temp files exist and some, not all, files are published). Return its path.
+
+    `helped`: every publish takes a helper process (see feeds.publish.helper), started
+    through the script too, which then leaves a file `<script>.helper-started`."""
     script = folder / "slow_feeds.py"
-    script.write_text(_SLOW_FEEDS.format(delay=delay))
+    script.write_text(_SLOW_FEEDS.format(delay=delay, helped=helped))
     return script

@@ -285,6 +285,36 @@ def test_sigterm_lets_the_current_cycle_finish(
     assert not [p for p in ws.public.rglob("*") if p.name.endswith(".tmp")]
 
 
+def test_sigterm_to_every_process_lets_a_helped_cycle_finish(tmp_path: Path) -> None:
+    """As `systemctl stop` does: SIGTERM to the run and its helper process at once."""
+    ws = empty_workspace(tmp_path / "ws")
+    for seed in SEEDS:
+        shutil.copy2(seed, ws.inbox / seed.name)
+    script = slow_feeds(tmp_path, 0.02, helped=True)
+    log = tmp_path / "watch.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, str(script), *watch_command(ws)],
+            cwd=ws.root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        papers = ws.public / "papers"
+        wait_for("publishing under way", lambda: len(list(papers.glob("*.html"))) >= 5)
+        assert Path(f"{script}.helper-started").exists()
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=TIMEOUT) == 0, log.read_text()
+    finally:
+        proc.kill()
+        proc.wait()
+    # The cycle that was publishing finished, both processes' parts, and nothing is left
+    # running in the group.
+    assert len(list(papers.glob("*.html"))) == 60
+    assert len(feed_ids(ws.public) or ()) == 60
+    assert not [p for p in ws.public.rglob("*") if p.name.endswith(".tmp")]
+    with pytest.raises(ProcessLookupError):
+        os.killpg(proc.pid, 0)
+
+
 def test_a_failing_cycle_is_logged_and_the_next_one_runs(
     tmp_path: Path, start_watch: Callable[..., Watcher]
 ) -> None:
