@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from feeds import __version__
 from feeds.config import Config
-from feeds.publish.parts import ALL
 from feeds.publish.write import Writer, WriteStats, cannot_write, sweep
 from feeds.store import Store
 
@@ -83,7 +82,7 @@ def _publish(
     # counts when a run with nothing to do should take a blink.
     from feeds.publish import render
     from feeds.publish.helper import share, start_helper, worth_helping
-    from feeds.publish.parts import Plan, Topic, feed_view, page_parts, render_part
+    from feeds.publish.parts import ALL, Plan, Topic, feed_view, page_parts, render_part
     from feeds.publish.view import FORMATS, Site, feed_path, topic_path
 
     site = Site(title=s.site_title, base_url=s.base_url)

@@ -40,7 +40,12 @@ COMMAND = [sys.executable, "-m", "feeds.publish.helper"]
 
 def worth_helping(parts: Sequence[Part]) -> bool:
     work = sum(p.count if isinstance(p, Pages) else _TOPIC_WORK for p in parts)
-    return work >= HELP_FROM and len(os.sched_getaffinity(0)) > 1
+    if work < HELP_FROM:
+        return False
+    # The cores this process may run on (Linux), else the machine's.
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) > 1
+    return (os.cpu_count() or 1) > 1
 
 
 def start_helper(state: Path, plan: Plan) -> Helper | None:
