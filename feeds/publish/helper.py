@@ -28,7 +28,6 @@ from feeds.publish.parts import Pages, Part, Plan, render_part
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
-    from types import TracebackType
 
 # Below this much work (a paper page is one, a topic's files about a hundred) a publish
 # is not worth a second process: starting one and importing the renderers takes ~0.5 s.
@@ -111,12 +110,7 @@ class Helper:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        _e: BaseException | None,
-        _tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_exc: object) -> None:
         # The helper reads the end of its input and exits; if this process failed, it
         # finishes the part in hand (its files whole), cannot answer, and exits.
         self._conn.close()
