@@ -242,3 +242,25 @@ def test_without_a_working_helper_the_run_renders_everything_itself(
         assert two.files.written >= one.files.written > 0
         if how != "cannot-start":
             assert handed  # it was started, and sent parts
+
+
+def test_the_helper_does_not_import_from_the_current_folder(
+    tmp_path: Path, handed: list[parts.Part], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module in the folder a run starts from must not shadow a library in the helper."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "jinja2.py").write_text("import os\nos._exit(7)\n")
+    monkeypatch.chdir(work)
+    answered: list[int] = []
+    answer = helper.Helper.answer
+
+    def spy(self: helper.Helper) -> int:
+        answered.append(answer(self))  # raises HelperGone if it died
+        return answered[-1]
+
+    monkeypatch.setattr(helper.Helper, "answer", spy)
+    config = _project(tmp_path / "project")
+    _release(config)
+    run(config, now=lambda: T0)
+    assert len(answered) == len(handed) > 0

@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 # is not worth a second process: starting one and importing the renderers takes ~0.5 s.
 HELP_FROM = 20_000
 _TOPIC_WORK = 100
-# How the helper is started; the connection's file descriptor is appended.
-COMMAND = [sys.executable, "-m", "feeds.publish.helper"]
+# How the helper is started; the connection's file descriptor is appended. `-P`: not the
+# current folder on its import path (a `yaml.py` there must not shadow PyYAML).
+COMMAND = [sys.executable, "-P", "-m", "feeds.publish.helper"]
 
 
 def worth_helping(parts: Sequence[Part]) -> bool:
@@ -63,20 +64,24 @@ class Helper:
     """A second process rendering parts of one publish (see share)."""
 
     def __init__(self, state: Path, plan: Plan) -> None:
+        import site
         import subprocess
         from multiprocessing import Pipe
 
         import feeds
 
         self._conn, theirs = Pipe()
-        # The same feeds as this process, wherever it was imported from.
+        # The same feeds as this process, wherever it was imported from (installed, it is
+        # in site-packages, which the helper has anyway).
+        env = dict(os.environ)
         here = str(Path(feeds.__file__).resolve().parent.parent)
-        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+        if here not in (*site.getsitepackages(), site.getusersitepackages()):
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, (here, env.get("PYTHONPATH"))))
         self._proc = subprocess.Popen(
             [*COMMAND, str(theirs.fileno())],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": path},
+            env=env,
         )
         theirs.close()
         self.written = self.unchanged = 0
