@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +22,7 @@ import pytest
 
 from feeds.config import Config
 from feeds.errors import PublishError
-from feeds.pipeline import run
+from feeds.pipeline import RunSummary, run
 from feeds.publish import helper, parts
 from tests.conftest import ROOT, project_config
 
@@ -61,7 +62,12 @@ def handed(monkeypatch: pytest.MonkeyPatch) -> list[parts.Part]:
     return given
 
 
-def _both(tmp_path: Path, handed: list[parts.Part], monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+Cycle = tuple[RunSummary, RunSummary, dict[str, list[str]], Config, Config]
+
+
+def _both(
+    tmp_path: Path, handed: list[parts.Part], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Cycle]:
     """Run the same two cycles in a project alone and in one with a helper; yield after
     each the two summaries and the progress messages."""
     alone, helped = _project(tmp_path / "alone"), _project(tmp_path / "helped")

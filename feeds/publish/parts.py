@@ -266,8 +266,6 @@ def page_parts(store: Store, paper_ids: list[str] | None) -> list[Pages]:
     paper, by ranges of arrival order."""
     size = PAGES_PER_PART
     if paper_ids is not None:
-        return [
-            Pages(ids=tuple(paper_ids[i : i + size]), count=len(paper_ids[i : i + size]))
-            for i in range(0, len(paper_ids), size)
-        ]
+        chunks = (tuple(paper_ids[i : i + size]) for i in range(0, len(paper_ids), size))
+        return [Pages(ids=ids, count=len(ids)) for ids in chunks]
     return [Pages(seqs=(first, end), count=n) for first, end, n in store.seq_ranges(size)]
