@@ -115,6 +115,11 @@ CREATE TABLE runs (id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT,
 _SCHEMA += "".join(f"{sql};\n" for sql in _MEMBER_INDEXES.values())
 
 
+# json.dumps(x, ensure_ascii=False), without making an encoder for every call.
+_json = json.JSONEncoder(ensure_ascii=False).encode
+
+
+@lru_cache(maxsize=64)  # mostly the run's `now`: twice for every paper ingested
 def _ts(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat(timespec="seconds")
 
@@ -154,6 +159,7 @@ class Store:
     def __init__(self, path: Path, now: datetime) -> None:
         self.path = path
         self._files: dict[str, tuple[int, int]] | None = None  # see known_file
+        self._into = "members"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
@@ -189,6 +195,21 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
+        """All of what is written within, or (on an exception) none of it.
+
+        Within a batch (see batched) it is a savepoint of the batch's transaction: undone
+        alone if it fails, committed with the batch."""
+        if self.db.in_transaction:
+            self.db.execute("SAVEPOINT nested")
+            try:
+                yield
+            except BaseException:
+                if self.db.in_transaction:  # not if a failure (a full disk) undid it all
+                    self.db.execute("ROLLBACK TO nested")
+                    self.db.execute("RELEASE nested")
+                raise
+            self.db.execute("RELEASE nested")
+            return
         # BEGIN IMMEDIATE takes the write lock up front: a read that later upgrades to a
         # write in WAL mode would otherwise fail at once with "database is locked".
         self.db.execute("BEGIN IMMEDIATE")
@@ -198,6 +219,24 @@ class Store:
             self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+
+    @contextmanager
+    def batched(self, size: int) -> Iterator[Batch]:
+        """Commit the transactions within together, once their weight (batch.done) comes to
+        `size`, and at the end, also when an exception ends it: each stays whole, and those
+        that were whole before it are kept.
+
+        A commit writes every page its transaction changed: a digest's papers change pages
+        all over the indexes keyed by paper id, and twenty digests change many of the same
+        ones. Ingesting 100,000 papers took ~30% less in commits of 10,000 papers than
+        digest by digest."""
+        batch = Batch(self.db, size)
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield batch
+        finally:
+            if self.db.in_transaction:  # not if a failure (a full disk) rolled it back
+                self.db.execute("COMMIT")
 
     def _migrate(self, now: datetime) -> None:
         with self.transaction():
@@ -493,7 +532,7 @@ class Store:
 
     def set_member(self, topic_id: str, paper_id: str, hits: Sequence[Hit], now: datetime) -> bool:
         """Record that a paper is in a topic, keeping its entry date; True if it is new."""
-        matched = json.dumps([[h.term, h.field] for h in hits], ensure_ascii=False)
+        matched = _json([[h.term, h.field] for h in hits])
         row = self.db.execute(
             "SELECT matched FROM members WHERE topic_id = ? AND paper_id = ?", (topic_id, paper_id)
         ).fetchone()
@@ -526,7 +565,20 @@ class Store:
             return
         for name in _MEMBER_INDEXES:
             self.db.execute(f"DROP INDEX {name}")
-        yield
+        # The primary key's index too is far larger than the cache at a million papers, and
+        # each batch of memberships lands all over it: they are gathered in a table of the
+        # connection's own, without index, and go into members at the end in its order.
+        self.db.execute("DROP TABLE IF EXISTS temp.members_bulk")
+        self.db.execute("CREATE TEMP TABLE members_bulk AS SELECT * FROM members WHERE 0")
+        self._into = "temp.members_bulk"
+        try:
+            yield
+        finally:
+            self._into = "members"
+        self.db.execute(
+            "INSERT INTO members SELECT * FROM temp.members_bulk ORDER BY topic_id, paper_id"
+        )
+        self.db.execute("DROP TABLE temp.members_bulk")
         for sql in _MEMBER_INDEXES.values():
             self.db.execute(sql)
 
@@ -554,15 +606,14 @@ class Store:
             key = tuple(hits)  # the same tuple when it is one already
             matched = encoded.get(key)
             if matched is None:
-                matched = encoded[key] = json.dumps(
-                    [[h.term, h.field] for h in hits], ensure_ascii=False
-                )
+                matched = encoded[key] = _json([[h.term, h.field] for h in hits])
             by_topic.setdefault(tid, []).append((tid, pid, when, matched, pid))
         # One statement for the whole batch, in key order (topic, paper: the primary key's),
         # rather than one per topic: a batch spans a thousand topics.
         ordered = [row for tid in sorted(by_topic) for row in sorted(by_topic[tid])]
         cursor = self.db.executemany(
-            "INSERT OR IGNORE INTO members SELECT ?, ?, ?, seq, ? FROM papers WHERE paper_id = ?",
+            f"INSERT OR IGNORE INTO {self._into}"
+            " SELECT ?, ?, ?, seq, ? FROM papers WHERE paper_id = ?",
             ordered,
         )
         if cursor.rowcount == len(ordered):
@@ -918,13 +969,28 @@ class Store:
         return {k: int(self.db.execute(sql).fetchone()[0]) for k, sql in q.items()}
 
 
+class Batch:
+    """The transaction of Store.batched, committed as its weight grows."""
+
+    def __init__(self, db: sqlite3.Connection, size: int) -> None:
+        self._db, self._size, self._weight = db, size, 0
+
+    def done(self, weight: int) -> None:
+        """Count a finished transaction's weight (say, its papers); commit if it is time."""
+        self._weight += weight
+        if self._weight >= self._size:
+            self._db.execute("COMMIT")
+            self._db.execute("BEGIN IMMEDIATE")
+            self._weight = 0
+
+
 def _paper_row(p: Paper) -> tuple[Any, ...]:
     # Institutions field by field: asdict's deep copy costs more than the rest of the row.
     institutions = [{"name": i.name, "name_zh": i.name_zh} for i in p.institutions]
     return (
         p.paper_id, p.title, p.title_zh,
-        json.dumps(list(p.authors), ensure_ascii=False),
-        json.dumps(institutions, ensure_ascii=False),
+        _json(list(p.authors)),
+        _json(institutions),
         p.summary, p.comments, p.journal_ref, p.venue,
     )  # fmt: skip
 

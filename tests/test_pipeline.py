@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -249,3 +250,40 @@ def test_papers_ingested_by_a_run_that_died_are_matched_by_the_next(project: Pat
     assert (summary.digests, summary.known) == (0, 2)  # already ingested...
     assert summary.new_matches["icml-2026"] == 60  # ...and matched now
     assert summary.new_matches["speculative-decoding"] == 3
+
+
+def test_a_run_that_dies_while_ingesting_keeps_the_digests_read_whole(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Digests are committed many at a time, each whole: a run stopped in the middle of one
+    keeps those before it, and nothing of that one, which the next run ingests."""
+    from feeds.model import Paper
+    from feeds.store import Store
+
+    (project / "seeds" / "000_ffe79e0d7d0ca876.txt").rename(project / "seeds" / "a.txt")
+    (project / "seeds" / "002_891ef091818cbb33.txt").rename(project / "seeds" / "b.txt")
+    original = Store.put_paper
+    calls: list[str] = []
+
+    def dies_in_the_second_digest(
+        self: Store, paper: Paper, digest: str, line: int, now: datetime
+    ) -> str:
+        calls.append(digest)
+        if len(set(calls)) == 2 and calls.count(digest) == 3:
+            raise KeyboardInterrupt  # at the third paper of the second digest
+        return original(self, paper, digest, line, now)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Store, "put_paper", dies_in_the_second_digest)
+        with pytest.raises(KeyboardInterrupt):
+            run(_config(project), now=lambda: T0)
+    db = sqlite3.connect(project / ".paperfeeds" / "state.sqlite3")
+    digests = db.execute("SELECT name, papers FROM digests").fetchall()
+    papers = db.execute("SELECT count(*) FROM papers").fetchone()[0]
+    sightings = db.execute("SELECT DISTINCT digest FROM sightings").fetchall()
+    db.close()
+    assert [name.rsplit("/", 1)[-1] for name, _n in digests] == ["a.txt"]
+    assert papers == digests[0][1]
+    assert len(sightings) == 1  # nothing of b.txt
+    summary = run(_config(project), now=lambda: T0 + timedelta(hours=1))
+    assert (summary.digests, summary.known, summary.papers_total) == (1, 1, 60)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,3 +73,87 @@ def test_topic_sizes_count_only_memberships_really_inserted(tmp_path: Path) -> N
 
     assert store.member_counts() == {"t1": 2, "t2": 1} == {t: counted(t) for t in ("t1", "t2")}
     store.close()
+
+
+def _titles(path: Path) -> list[str]:
+    """The papers in the state as another connection sees them: what was committed."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    try:
+        return [str(t) for (t,) in db.execute("SELECT title FROM papers ORDER BY seq")]
+    finally:
+        db.close()
+
+
+def test_a_batch_commits_by_weight_and_keeps_whole_transactions_when_it_fails(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.sqlite3"
+    store = Store(path, NOW)
+
+    def digest(name: str, *, fail: bool = False) -> None:  # a digest of two papers
+        with store.transaction():
+            store.put_paper(_paper(f"{name} one"), name, 1, NOW)
+            if fail:
+                raise RuntimeError("crash in the middle of a digest")
+            store.put_paper(_paper(f"{name} two"), name, 2, NOW)
+
+    def batch_that_fails() -> None:
+        with store.batched(4) as batch:
+            digest("A")
+            batch.done(2)
+            assert _titles(path) == []  # two papers of four: not committed yet
+            digest("B")
+            batch.done(2)
+            assert _titles(path) == ["A one", "A two", "B one", "B two"]  # four: committed
+            digest("C")
+            batch.done(2)
+            digest("D", fail=True)  # undone alone; C, whole before it, is kept
+
+    with pytest.raises(RuntimeError):
+        batch_that_fails()
+    assert _titles(path) == ["A one", "A two", "B one", "B two", "C one", "C two"]
+    assert store.paper_count() == 6
+    with store.transaction():  # the connection is usable again, out of any batch
+        store.put_paper(_paper("E one"), "E", 1, NOW)
+    assert _titles(path)[-1] == "E one"
+    store.close()
+
+
+def test_memberships_of_a_first_build_are_the_same_as_added_one_by_one(tmp_path: Path) -> None:
+    """A first build gathers memberships aside and inserts them at the end, sorted, with
+    the indexes made after: the table, its indexes, the sizes and the marks are the same."""
+    papers = [_paper(f"Paper {n}") for n in range(40)]
+    rows = [
+        (f"t{n % 7}", p.paper_id, (Hit(f"term {n % 3}", "title"),)) for n, p in enumerate(papers)
+    ]
+    rows += [(f"t{n % 5 + 7}", p.paper_id, (Hit("V", "venue"),)) for n, p in enumerate(papers[::3])]
+
+    def state(bulk: bool) -> tuple[Any, ...]:
+        store = Store(tmp_path / f"{bulk}.sqlite3", NOW)
+        with store.transaction():
+            for n, p in enumerate(papers):
+                store.put_paper(p, "d1", n + 1, NOW)
+            store.clear_dirty()
+        with store.transaction(), store.bulk_members() if bulk else contextlib.nullcontext():
+            for start in range(0, len(rows), 9):  # in several batches, as a run adds them
+                store.add_members(rows[start : start + 9], NOW)
+        members = store.db.execute("SELECT * FROM members ORDER BY topic_id, paper_id").fetchall()
+        indexes = store.db.execute(
+            "SELECT name, sql FROM sqlite_master"
+            " WHERE type = 'index' AND tbl_name = 'members' ORDER BY name"
+        ).fetchall()
+        temp = store.db.execute("SELECT name FROM sqlite_temp_master").fetchall()
+        result = (members, indexes, temp, store.member_counts(), store.dirty())
+        store.close()
+        return result
+
+    bulk, one_by_one = state(True), state(False)
+    assert bulk == one_by_one
+    members, indexes, temp, _counts, _dirty = bulk
+    assert len(members) == len(rows)
+    assert [name for name, _sql in indexes] == [
+        "members_order", "members_paper", "sqlite_autoindex_members_1",
+    ]  # fmt: skip
+    assert temp == []  # the table they were gathered in is gone
