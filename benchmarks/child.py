@@ -10,7 +10,7 @@ run waits while it writes a small file itself, when the thread falls behind, at 
 and for the sync. These go to stderr after the
 command's own output: `write-seconds <float>`, `wait-seconds <float>`, `peak-kb <int>`.
 
-A big publish renders part of its files in a helper process (feeds.publish.helper); it is
+A big match or publish does some of its parts in a helper process (feeds.helper); it is
 started through this script too, and reports its own `helper-write-seconds` and
 `helper-peak-kb` when it ends.
 """
@@ -41,7 +41,7 @@ def _timed(fn: Callable[..., Any], into: list[float] = SPENT) -> Callable[..., A
 def main() -> None:
     for name in ("open", "write", "fchmod", "close", "replace", "sync"):
         setattr(os, name, _timed(getattr(os, name)))
-    from feeds.publish import helper
+    from feeds import helper
 
     if sys.argv[1:2] == ["--helper"]:
         try:

@@ -85,14 +85,19 @@ def feeds_run(work: Path, *, measured: bool = True) -> tuple[float, str, float, 
     if not measured:
         return wall, "", 0.0, 0.0
 
-    # `key value` lines; the helper process of a big publish reports too (as helper-...),
-    # when it ran.
-    values = dict(line.partition(" ")[::2] for line in err.splitlines())
+    # `key value` lines; the helper processes of a big match and a big publish report too
+    # (as helper-...), when they ran: one after the other, so their largest peak counts.
+    values: dict[str, list[float]] = {}
+    for line in err.splitlines():
+        key, _, value = line.partition(" ")
+        if key.endswith(("-seconds", "-kb")):
+            values.setdefault(key, []).append(float(value))
 
     def reported(key: str) -> float:
-        return float(values.get(key, 0))
+        found = values.get(key, [0.0])
+        return max(found) if key.endswith("peak-kb") else sum(found)
 
-    # Both processes' peaks, added: an upper bound of what the two held at once.
+    # The run's peak and its helpers', added: an upper bound of what they held at once.
     peak = f"{int(reported('peak-kb') + reported('helper-peak-kb')) // 1024} MB"
     if reported("helper-peak-kb"):
         peak += (f" (the run {int(reported('peak-kb')) // 1024} MB + its helper process "

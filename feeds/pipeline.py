@@ -16,6 +16,8 @@ from feeds.publish.write import WriteStats
 from feeds.store import Store
 
 if TYPE_CHECKING:
+    from feeds.config import Criteria
+    from feeds.match import Matcher
     from feeds.model import Diagnostic, Hit
 
 Progress = Callable[[str], None]
@@ -271,9 +273,7 @@ def _match(
         for topics, unmatched_only in groups:
             if not topics:
                 continue
-            from feeds.match import cached_matcher  # only when there is something to match
-
-            matcher = cached_matcher([(t.id, t.criteria) for t in topics])
+            job = Matching(tuple((t.id, t.criteria) for t in topics), unmatched_only)
             ids = {t.id for t in topics}
             # Members before, to remove those that no longer match (an edited topic, or a
             # paper whose new information hits a `none` term). Entry dates of those that
@@ -282,19 +282,16 @@ def _match(
             had = {paper_id for _topic, paper_id in before}
             still: set[tuple[str, str]] = set()
             batch: list[tuple[str, str, tuple[Hit, ...]]] = []
-            papers = store.unmatched_papers() if unmatched_only else store.papers()
-            for n, paper in enumerate(papers, start=1):
-                if n % 1000 == 0:
-                    progress(f"matching: {n:,} papers against {len(topics):,} topics")
-                for topic_id, hits in matcher.match(paper):
-                    if paper.paper_id not in had:
+            for paper_id, matches in _matched(store, job, progress):
+                for topic_id, hits in matches:
+                    if paper_id not in had:
                         # The common case (a new paper): nothing to compare with, so the
                         # memberships are inserted in bulk.
-                        batch.append((topic_id, paper.paper_id, hits))
+                        batch.append((topic_id, paper_id, hits))
                         new_matches[topic_id] += 1
                         continue
-                    still.add((topic_id, paper.paper_id))
-                    if store.set_member(topic_id, paper.paper_id, hits, now):
+                    still.add((topic_id, paper_id))
+                    if store.set_member(topic_id, paper_id, hits, now):
                         new_matches[topic_id] += 1
                 if len(batch) >= 10_000:
                     store.add_members(batch, now)
@@ -306,3 +303,65 @@ def _match(
             store.set_topic(topic.id, prints[topic.id])
         store.mark_matched()
     return new_matches
+
+
+_PAPERS_PER_MATCH = 2_000  # ~0.1 s of matching: a part to share with the helper
+
+
+def _matched(
+    store: Store, job: Matching, progress: Progress
+) -> Iterator[tuple[str, list[tuple[str, tuple[Hit, ...]]]]]:
+    """Yield (paper id, [(topic id, hits)]) for each paper of the job that matches a topic:
+    a long history is matched by this process and the helper together."""
+    from feeds.helper import shared
+
+    parts = store.seq_ranges(_PAPERS_PER_MATCH, unmatched_only=job.unmatched_only)
+    total, begun = sum(n for _first, _end, n in parts), 0
+
+    def begin(part: tuple[int, int, int]) -> None:
+        nonlocal begun
+        begun += part[2]
+        progress(f"matching: {begun:,} of {total:,} papers against {len(job.topics):,} topics")
+
+    def here(part: tuple[int, int, int]) -> Matched:
+        return job.run(store, part)
+
+    for matched in shared(store.path, job, parts, total, here, begin):
+        yield from matched
+
+
+# What matching a part gives: (paper id, [(topic id, hits)]) for each paper that matches.
+Matched = list[tuple[str, list[tuple[str, tuple["Hit", ...]]]]]
+
+
+class Matching:
+    """Matching papers against topics, a range of arrival order at a time (a part:
+    first seq, the seq after the last, how many papers), in this process or in the helper
+    (see feeds.helper), which is sent it without its matcher and loads its own from the
+    cache (see match.cached_matcher)."""
+
+    def __init__(self, topics: tuple[tuple[str, Criteria], ...], unmatched_only: bool) -> None:
+        self.topics = topics
+        self.unmatched_only = unmatched_only
+        self._matcher: Matcher | None = None
+
+    def __getstate__(self) -> tuple[tuple[tuple[str, Criteria], ...], bool]:
+        return self.topics, self.unmatched_only
+
+    def __setstate__(self, state: tuple[tuple[tuple[str, Criteria], ...], bool]) -> None:
+        self.topics, self.unmatched_only = state
+        self._matcher = None
+
+    def run(self, store: Store, part: tuple[int, int, int]) -> Matched:
+        if self._matcher is None:
+            from feeds.match import cached_matcher
+
+            self._matcher = cached_matcher(self.topics)
+        match = self._matcher.match
+        first, end, _count = part
+        out: Matched = []
+        for paper in store.papers_between(first, end, unmatched_only=self.unmatched_only):
+            matches = match(paper)
+            if matches:
+                out.append((paper.paper_id, matches))
+        return out

@@ -374,12 +374,17 @@ class Store:
             if paper is not None:
                 yield paper
 
-    def unmatched_papers(self) -> Iterator[Paper]:
-        """Yield the papers waiting to be matched, in arrival order, in one query."""
-        # "+seq": ordering by the rowid itself would make SQLite walk the whole table in
+    def papers_between(self, first: int, end: int, *, unmatched_only: bool) -> Iterator[Paper]:
+        """Yield the papers whose arrival order is in [first, end), in that order: all, or
+        those waiting to be matched."""
+        # "+seq": ordering by the rowid itself would make SQLite walk the whole range in
         # order rather than use the index of the few unmatched papers and sort them.
-        rows = self.db.execute(f"SELECT {_PAPER_COLS} FROM papers WHERE unmatched ORDER BY +seq")
-        for row in rows:
+        where = (
+            "unmatched AND +seq >= ? AND +seq < ? ORDER BY +seq"
+            if unmatched_only
+            else ("seq >= ? AND seq < ? ORDER BY seq")
+        )
+        for row in self.db.execute(f"SELECT {_PAPER_COLS} FROM papers WHERE {where}", (first, end)):
             yield _paper_from(row)
 
     def has_unmatched(self) -> bool:
@@ -795,22 +800,22 @@ class Store:
                 found[pid].append(Link(*link))
         return {pid: tuple(links) for pid, links in found.items()}
 
-    def seq_ranges(self, size: int) -> list[tuple[int, int, int]]:
-        """Split the papers, in arrival order, into ranges of `size`: (first seq, the seq
-        after the last, how many papers) each."""
-        starts = [
-            int(r[0])
-            for r in self.db.execute(
-                "SELECT seq FROM (SELECT seq, row_number() OVER (ORDER BY seq) - 1 AS n"
-                " FROM papers) WHERE n % ? = 0",
-                (size,),
-            )
-        ]
-        if not starts:
+    def seq_ranges(self, size: int, *, unmatched_only: bool = False) -> list[tuple[int, int, int]]:
+        """Split the papers (all, or those waiting to be matched), in arrival order, into
+        ranges of `size`: (first seq, the seq after the last, how many papers) each."""
+        which = "WHERE unmatched" if unmatched_only else ""
+        rows = self.db.execute(
+            "SELECT seq, n FROM (SELECT seq, row_number() OVER (ORDER BY seq) - 1 AS n,"
+            f" count(*) OVER () AS total FROM papers {which})"
+            " WHERE n % ? = 0 OR n = total - 1",
+            (size,),
+        ).fetchall()
+        if not rows:
             return []
-        end = int(self.db.execute("SELECT max(seq) FROM papers").fetchone()[0]) + 1
-        counts = [size] * (len(starts) - 1) + [self.paper_count() - size * (len(starts) - 1)]
-        return list(zip(starts, [*starts[1:], end], counts, strict=True))
+        last_seq, last_n = rows[-1]
+        starts = [(int(seq), int(n)) for seq, n in rows if n % size == 0]
+        ends = [(seq, n) for seq, n in starts[1:]] + [(int(last_seq) + 1, int(last_n) + 1)]
+        return [(a, b, m - n) for (a, n), (b, m) in zip(starts, ends, strict=True)]
 
     def paper_pages(
         self,

@@ -1,7 +1,9 @@
-"""A big publish shares its parts with a helper process: the same files, the same errors.
+"""A big publish or match shares its parts with a helper process: the same files, the
+same memberships, the same errors.
 
-The seeds are far below the size at which a publish takes a helper, so these tests lower
-the threshold and cut the paper pages into parts of seven (60 papers: nine parts).
+The seeds are far below the size at which a run takes a helper, so these tests lower the
+threshold and cut the papers into parts of seven (60 papers: nine parts), both the pages
+to render and the papers to match.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from feeds import helper, pipeline
 from feeds.config import Config
 from feeds.errors import PublishError
 from feeds.pipeline import RunSummary, run
-from feeds.publish import helper, parts
+from feeds.publish import parts
 from tests.conftest import ROOT, project_config
 
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -47,14 +50,16 @@ def _files(public: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture
-def handed(monkeypatch: pytest.MonkeyPatch) -> list[parts.Part]:
-    """Every publish takes a helper; return the list of the parts handed to it."""
+def handed(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every publish and match takes a helper; return the list of the parts handed to it
+    (a match's are ranges of papers: (first seq, the seq after the last, count))."""
     monkeypatch.setattr(helper, "HELP_FROM", 0)
     monkeypatch.setattr(parts, "PAGES_PER_PART", 7)
-    given: list[parts.Part] = []
+    monkeypatch.setattr(pipeline, "_PAPERS_PER_MATCH", 7)
+    given: list[object] = []
     send = helper.Helper.send
 
-    def spy(self: helper.Helper, part: parts.Part) -> None:
+    def spy(self: helper.Helper[object, object], part: object) -> None:
         given.append(part)
         send(self, part)
 
@@ -65,9 +70,7 @@ def handed(monkeypatch: pytest.MonkeyPatch) -> list[parts.Part]:
 Cycle = tuple[RunSummary, RunSummary, dict[str, list[str]], Config, Config]
 
 
-def _both(
-    tmp_path: Path, handed: list[parts.Part], monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Cycle]:
+def _both(tmp_path: Path, handed: list[object], monkeypatch: pytest.MonkeyPatch) -> Iterator[Cycle]:
     """Run the same two cycles in a project alone and in one with a helper; yield after
     each the two summaries and the progress messages."""
     alone, helped = _project(tmp_path / "alone"), _project(tmp_path / "helped")
@@ -86,11 +89,20 @@ def _both(
 
 
 def test_a_helped_publish_writes_byte_for_byte_what_one_process_writes(
-    tmp_path: Path, handed: list[parts.Part], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, handed: list[object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for one, two, told, alone, helped in _both(tmp_path, handed, monkeypatch):
-        # The helper rendered paper pages and (the parts meet in the middle) maybe topics.
+        # The helper matched papers, rendered paper pages and (the parts meet in the
+        # middle) maybe topics.
+        assert any(isinstance(p, tuple) for p in handed)  # papers to match: a seq range
         assert any(isinstance(p, parts.Pages) for p in handed)
+        assert one.new_matches == two.new_matches
+        matching = {name: [m for m in told[name] if m.startswith("matching: ")] for name in told}
+        assert (
+            matching["helped"][-1]
+            == matching["alone"][-1]
+            == (f"matching: {one.papers_new} of {one.papers_new} papers against 7 topics")
+        )
         assert one.files == two.files
         assert one.files.written > 0
         assert _files(alone.settings.public_dir) == _files(helped.settings.public_dir)
@@ -112,7 +124,7 @@ def test_a_helped_publish_writes_byte_for_byte_what_one_process_writes(
 
 
 def test_an_error_in_the_helper_reaches_the_run_and_the_next_run_finishes(
-    tmp_path: Path, handed: list[parts.Part]
+    tmp_path: Path, handed: list[object]
 ) -> None:
     config = _project(tmp_path)
     _release(config)
@@ -151,8 +163,8 @@ import os, sys, time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from feeds.publish.helper import Helper
-from feeds.publish.parts import Pages, Plan
+from feeds.helper import Helper
+from feeds.publish.parts import Pages, Plan, Publishing
 from feeds.publish.view import Site
 from feeds.store import Store
 
@@ -160,7 +172,7 @@ state = Path(sys.argv[1])
 Store(state, datetime.now(UTC)).close()
 dirty = {k: set() for k in Store.DIRTY_KINDS}
 plan = Plan(state.parent, Site("t", "http://x/"), False, dirty, datetime.now(UTC), {}, {}, 10)
-with Helper(state, plan) as helper:
+with Helper(state, Publishing(plan)) as helper:
     helper.send(Pages())
     helper.answer()
     print(helper._proc.pid, flush=True)
@@ -213,27 +225,30 @@ def test_the_helper_ignores_interrupts_and_exits_with_its_parent(tmp_path: Path)
         parent.wait()
 
 
-# A helper that renders its first part and dies in its second, as if killed for memory.
+# A helper that does its first part and dies in its second, as if killed for memory.
 _DIES_LATER = """\
 import os, sys
-from feeds.publish import helper
-real = helper.render_part
+from feeds import helper, pipeline
+from feeds.publish import parts
 done = []
 
-def once(*args):
-    if done:
-        os._exit(9)
-    done.append(1)
-    return real(*args)
+def once(real):
+    def run(self, store, part):
+        if done:
+            os._exit(9)
+        done.append(1)
+        return real(self, store, part)
+    return run
 
-helper.render_part = once
+parts.Publishing.run = once(parts.Publishing.run)
+pipeline.Matching.run = once(pipeline.Matching.run)
 helper._main(int(sys.argv[1]))
 """
 
 
 @pytest.mark.parametrize("how", ["cannot-start", "dies-at-once", "dies-later"])
 def test_without_a_working_helper_the_run_renders_everything_itself(
-    tmp_path: Path, handed: list[parts.Part], monkeypatch: pytest.MonkeyPatch, how: str
+    tmp_path: Path, handed: list[object], monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     script = tmp_path / "dies_later.py"
     script.write_text(_DIES_LATER)
@@ -251,17 +266,17 @@ def test_without_a_working_helper_the_run_renders_everything_itself(
 
 
 def test_the_helper_does_not_import_from_the_current_folder(
-    tmp_path: Path, handed: list[parts.Part], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, handed: list[object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A module in the folder a run starts from must not shadow a library in the helper."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "jinja2.py").write_text("import os\nos._exit(7)\n")
     monkeypatch.chdir(work)
-    answered: list[int] = []
+    answered: list[object] = []
     answer = helper.Helper.answer
 
-    def spy(self: helper.Helper) -> int:
+    def spy(self: helper.Helper[object, object]) -> object:
         answered.append(answer(self))  # raises HelperGone if it died
         return answered[-1]
 

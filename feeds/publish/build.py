@@ -80,9 +80,18 @@ def _publish(
 
     # Only when something is written: jinja2 and feedgen above all, but every module
     # counts when a run with nothing to do should take a blink.
+    from feeds.helper import shared
     from feeds.publish import render
-    from feeds.publish.helper import share, start_helper, worth_helping
-    from feeds.publish.parts import ALL, Plan, Topic, feed_view, page_parts, render_part
+    from feeds.publish.parts import (
+        ALL,
+        Plan,
+        Publishing,
+        Topic,
+        feed_view,
+        page_parts,
+        render_part,
+        work,
+    )
     from feeds.publish.view import FORMATS, Site, feed_path, topic_path
 
     site = Site(title=s.site_title, base_url=s.base_url)
@@ -116,22 +125,18 @@ def _publish(
             begun["pages"] += part.count
 
     # Feeds and reading lists are written on a second thread while the next ones render
-    # (see Writer); a big publish shares its parts with a second process (see helper).
+    # (see Writer); a big publish shares its parts with a second process (see feeds.helper).
+    removed, helped = 0, [0, 0]  # files removed; written and unchanged by the helper
     with Writer() as out:
 
-        def here(part: Part) -> int:
-            return render_part(plan, store, out, part)
+        def here(part: Part) -> tuple[int, int, int]:
+            return render_part(plan, store, out, part), 0, 0  # `out` counts what it writes
 
-        helper = start_helper(store.path, plan) if worth_helping(parts) else None
-        if helper is not None:
-            with helper:
-                removed = share(parts, here, begin, helper)
-            helped = (helper.written, helper.unchanged)
-        else:
-            removed, helped = 0, (0, 0)
-            for part in parts:
-                begin(part)
-                removed += here(part)
+        job = Publishing(plan)
+        for cleared, written, unchanged in shared(store.path, job, parts, work(parts), here, begin):
+            removed += cleared
+            helped[0] += written
+            helped[1] += unchanged
         out.write(public / "feeds.opml", render.render_opml(site, [all_feed, *views]))
         out.write(public / "index.html", render.render_index(site, views, all_feed))
 

@@ -2,7 +2,7 @@
 
 Each part reads what it needs from the state and writes its own files, so that the parts
 of a big publish can be shared between this process and a helper on the other core
-(feeds.publish.helper): either renders a part the same way.
+(feeds.helper): either renders a part the same way.
 """
 
 from __future__ import annotations
@@ -55,6 +55,28 @@ class Pages:
 
 
 Part = Topic | Pages
+
+_TOPIC_WORK = 100  # a topic's files take about as long as a hundred paper pages
+
+
+def work(parts: Sequence[Part]) -> int:
+    """How much work the parts are, in paper pages (see feeds.helper.HELP_FROM)."""
+    return sum(p.count if isinstance(p, Pages) else _TOPIC_WORK for p in parts)
+
+
+@dataclass(frozen=True)
+class Publishing:
+    """The helper's job in a big publish (see feeds.helper): it renders parts with a
+    writer of its own, and answers how many files it removed, wrote and left unchanged."""
+
+    plan: Plan
+
+    def run(self, store: Store, part: Part) -> tuple[int, int, int]:
+        from feeds.publish.write import Writer
+
+        with Writer() as out:
+            removed = render_part(self.plan, store, out, part)
+        return removed, out.written, out.unchanged
 
 
 def render_part(plan: Plan, store: Store, out: Writer, part: Part) -> int:

@@ -1,17 +1,21 @@
-"""A helper process for a big publish: the machine's other core renders some of its parts.
+"""A helper process for big jobs: the machine's other core does some of their parts.
 
-Rendering is Python, and a second thread cannot run Python beside the first (the
-interpreter lock); a second process can. The helper is `python -m feeds.publish.helper`:
-it opens the state to read only (in WAL mode it reads while this process holds the run's
-lock), renders the parts it is sent with a writer of its own, and answers what it wrote.
-A fresh interpreter rather than multiprocessing's spawn, which would run the caller's main
-script again in the helper (a script that calls feeds.pipeline.run would start a second
-run there).
+Python runs one thread at a time in a process (the interpreter lock); a second process
+runs beside it. A job that splits into parts either process can do — publishing (topics,
+batches of paper pages: feeds.publish.parts.Publishing) or matching a long history
+(ranges of papers: feeds.pipeline.Matching) — is shared: this process does parts from the
+first on, the helper from the last back, until they meet (see share).
+
+The helper is `python -m feeds.helper`: it opens the state to read only (in WAL mode it
+reads while this process holds the run's lock and writes), is sent the job, then parts,
+and answers each with what the job's `run` returned. A fresh interpreter rather than
+multiprocessing's spawn, which would run the caller's main script again in the helper (a
+script that calls feeds.pipeline.run would start a second run there).
 
 It ignores SIGINT and SIGTERM: this process decides when a run stops (`feeds watch`
 finishes its cycle on SIGTERM, and a Ctrl-C reaches every process of the terminal). It
 exits when this process closes the connection or dies. If it dies itself (killed for
-memory, say), this process renders what it had been sent.
+memory, say), this process does what it had been sent.
 """
 
 from __future__ import annotations
@@ -19,27 +23,59 @@ from __future__ import annotations
 import os
 import sys
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
-
-from feeds.publish.parts import Pages, Part, Plan, render_part
+from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-# Below this much work (a paper page is one, a topic's files about a hundred) a publish
-# is not worth a second process: starting one and importing the renderers takes ~0.5 s.
+    from feeds.store import Store
+
+P = TypeVar("P")  # a part
+R = TypeVar("R")  # what doing a part gives
+P_contra = TypeVar("P_contra", contravariant=True)
+R_co = TypeVar("R_co", covariant=True)
+
+# Below this much work (a paper to match or a paper page is one; see each job) a job is
+# not worth a second process: starting one and importing what it needs takes ~0.3-0.5 s.
 HELP_FROM = 20_000
-_TOPIC_WORK = 100
 # How the helper is started; the connection's file descriptor is appended. `-P`: not the
 # current folder on its import path (a `yaml.py` there must not shadow PyYAML).
-COMMAND = [sys.executable, "-P", "-m", "feeds.publish.helper"]
+COMMAND = [sys.executable, "-P", "-m", "feeds.helper"]
 
 
-def worth_helping(parts: Sequence[Part]) -> bool:
-    work = sum(p.count if isinstance(p, Pages) else _TOPIC_WORK for p in parts)
+class Job(Protocol[P_contra, R_co]):
+    """What the helper is sent first: it does each part it is sent next with `run`. It
+    is pickled, so it holds only what a part needs besides the state."""
+
+    def run(self, store: Store, part: P_contra) -> R_co: ...
+
+
+def shared(
+    state: Path,
+    job: Job[P, R],
+    parts: Sequence[P],
+    work: int,
+    here: Callable[[P], R],
+    begin: Callable[[P], None],
+) -> Iterator[R]:
+    """Do the parts and yield what each gives (in the order they are done): with a helper
+    when the job's `work` is worth one and the machine has a second core, else here
+    alone. `here` does a part in this process; `begin` is told of each part as it is
+    started here or sent to the helper."""
+    helper = _start(state, job) if _worth_helping(work) else None
+    if helper is None:
+        for part in parts:
+            begin(part)
+            yield here(part)
+        return
+    with helper:
+        yield from share(parts, here, begin, helper)
+
+
+def _worth_helping(work: int) -> bool:
     if work < HELP_FROM:
         return False
     # The cores this process may run on (Linux), else the machine's.
@@ -48,10 +84,10 @@ def worth_helping(parts: Sequence[Part]) -> bool:
     return (os.cpu_count() or 1) > 1
 
 
-def start_helper(state: Path, plan: Plan) -> Helper | None:
+def _start(state: Path, job: Job[P, R]) -> Helper[P, R] | None:
     """Start a helper; None if no process can be started (the run goes on alone)."""
     try:
-        return Helper(state, plan)
+        return Helper(state, job)
     except OSError:  # no interpreter to run (an embedded Python), no processes left
         return None
 
@@ -60,10 +96,10 @@ class HelperGone(Exception):
     """The helper process ended before answering (not an error of a part)."""
 
 
-class Helper:
-    """A second process rendering parts of one publish (see share)."""
+class Helper(Generic[P, R]):
+    """A second process doing parts of one job (see share)."""
 
-    def __init__(self, state: Path, plan: Plan) -> None:
+    def __init__(self, state: Path, job: Job[P, R]) -> None:
         import site
         import subprocess
         from multiprocessing import Pipe
@@ -84,10 +120,9 @@ class Helper:
             env=env,
         )
         theirs.close()
-        self.written = self.unchanged = 0
-        self._send((state, plan))
+        self._send((state, job))
 
-    def send(self, part: Part) -> None:
+    def send(self, part: P) -> None:
         self._send(part)
 
     def _send(self, message: object) -> None:
@@ -98,19 +133,17 @@ class Helper:
         """Whether an answer is waiting (or the helper is gone)."""
         return self._conn.poll()
 
-    def answer(self) -> int:
-        """Wait for the answer about the oldest part sent; return how many files it
-        removed (and count what it wrote). Raise the part's error, or HelperGone."""
+    def answer(self) -> R:
+        """Wait for the answer about the oldest part sent and return it. Raise the part's
+        error, or HelperGone."""
         try:
             kind, value = self._conn.recv()
         except (EOFError, OSError) as e:
             raise HelperGone(f"the helper process ended ({self._proc.wait()})") from e
         if kind == "error":
             raise value
-        written, unchanged, removed = value
-        self.written += written
-        self.unchanged += unchanged
-        return int(removed)
+        result: R = value
+        return result
 
     def __enter__(self) -> Self:
         return self
@@ -123,18 +156,17 @@ class Helper:
 
 
 def share(
-    parts: Sequence[Part],
-    here: Callable[[Part], int],
-    begin: Callable[[Part], None],
-    helper: Helper,
-) -> int:
-    """Render the parts, this process from the first on and the helper from the last back,
-    until they meet: whichever is faster does more. `here` renders a part in this process
-    and returns how many files it removed; `begin` is told of each part as it is started
-    or sent. Return how many files were removed; the helper counts what it wrote."""
+    parts: Sequence[P],
+    here: Callable[[P], R],
+    begin: Callable[[P], None],
+    helper: Helper[P, R],
+) -> Iterator[R]:
+    """Do the parts, this process from the first on and the helper from the last back,
+    until they meet: whichever is faster does more. Yield what each part gives, as it is
+    done here or answered by the helper; what the helper was sent when it died is done
+    here."""
     front, back = 0, len(parts)
-    sent: deque[Part] = deque()
-    removed = 0
+    sent: deque[P] = deque()
     helping = True
     while front < back or sent:
         # Two parts sent at a time: the helper starts the next as soon as it is done.
@@ -145,18 +177,18 @@ def share(
             sent.append(parts[back])
         if sent and (helper.ready() or front == back):
             try:
-                removed += helper.answer()
-                sent.popleft()
+                result = helper.answer()
             except HelperGone:
-                helping = False  # what it was sent is rendered here
-                for part in sent:
-                    removed += here(part)
-                sent.clear()
+                helping = False  # what it was sent is done here
+                while sent:
+                    yield here(sent.popleft())
+            else:
+                sent.popleft()
+                yield result
         elif front < back:
             begin(parts[front])
-            removed += here(parts[front])
             front += 1
-    return removed
+            yield here(parts[front - 1])
 
 
 # -- in the helper process ----------------------------------------------------------------
@@ -166,24 +198,22 @@ def _main(fd: int) -> None:
     import signal
     from multiprocessing.connection import Connection
 
-    from feeds.publish.write import Writer
     from feeds.store import Store
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     conn = Connection(fd)
     try:
-        state, plan = conn.recv()
+        state, job = conn.recv()
         store = Store.reader(state)
         while True:
             part = conn.recv()
             try:
-                with Writer() as out:
-                    removed = render_part(plan, store, out, part)
+                result = job.run(store, part)
             except Exception as e:  # noqa: BLE001 - the parent raises it as its own
                 _answer(conn, ("error", e))
             else:
-                _answer(conn, ("done", (out.written, out.unchanged, removed)))
+                _answer(conn, ("done", result))
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return  # the parent is done, or gone
 
