@@ -18,12 +18,12 @@ from feeds.store import Store
 if TYPE_CHECKING:
     from feeds.config import Criteria
     from feeds.match import Matcher
-    from feeds.model import Diagnostic, Hit
+    from feeds.model import Diagnostic, Hit, ParsedDigest
 
 Progress = Callable[[str], None]
 
 
-_PAPERS_PER_COMMIT = 20_000
+_PAPERS_PER_COMMIT = 20_000  # ingested between commits (see Store.batched)
 
 
 def _utcnow() -> datetime:
@@ -156,50 +156,14 @@ def _cycle(
 
     got = _Collected()
     rejected = got.rejected
-    # Digests are ingested in commits of many (each digest whole or not at all): see
-    # Store.batched.
+    # Digests are ingested in commits of many, each whole or not at all (Store.batched).
     with store.batched(_PAPERS_PER_COMMIT) as batch:
         for n, item in enumerate(_inputs(config, store, now, settle, offline, got), start=1):
             progress(f"digest {n}: {item.name} ({counts['new']} new papers so far)")
-            h = item.digest_hash
-            if store.digest_status(h) is not None:
-                counts["known"] += 1
-                with store.transaction():
-                    _remember(store, item, h)
-                continue
-            # Parsing and link extraction compile many patterns: imported only when a digest is
-            # new (after the first time, these imports are a dictionary lookup).
-            from feeds.digest import parse
-            from feeds.links.extract import extract_links
-
-            try:
-                parsed = parse(item.content, item.name)
-            except DigestRejected as e:
-                with store.transaction():
-                    store.add_digest(h, item.name, now, status="rejected", reason=e.message)
-                    _remember(store, item, h)
-                rejected.append(Rejection(item.name, e.message))
-                continue
-            with store.transaction():  # a digest is ingested whole or not at all
-                _remember(store, item, h)
-                for line, paper in parsed.papers:
-                    result = store.put_paper(paper, h, line, now)
-                    counts[result] = counts.get(result, 0) + 1
-                    counts["links"] += store.add_links(
-                        paper.paper_id, extract_links(paper.comments, paper.journal_ref)
-                    )
-                store.add_digest(
-                    h,
-                    item.name,
-                    now,
-                    status="ok",
-                    venue=parsed.venue,
-                    papers=len(parsed.papers),
-                    diagnostics=parsed.diagnostics,
-                )
-            counts["digests"] += 1
-            problems.extend(parsed.diagnostics)
-            batch.done(len(parsed.papers))
+            parsed = _ingest(store, item, now, counts, rejected)
+            if parsed is not None:
+                problems.extend(parsed.diagnostics)
+                batch.done(len(parsed.papers))
     progress("matching")
     new_matches = _match(config, store, now, progress)
     progress("publishing")
@@ -241,6 +205,51 @@ def _cycle(
     with store.transaction():
         store.finish_run(run_id, now, summary.as_json())
     return summary
+
+
+def _ingest(
+    store: Store, item: Input, now: datetime, counts: dict[str, int], rejected: list[Rejection]
+) -> ParsedDigest | None:
+    """Store a digest's papers and links, unless it was ingested before or is rejected
+    (then recorded in `rejected`); count what happened; return what was parsed."""
+    h = item.digest_hash
+    if store.digest_status(h) is not None:
+        counts["known"] += 1
+        with store.transaction():
+            _remember(store, item, h)
+        return None
+    # Parsing and link extraction compile many patterns: imported only when a digest is
+    # new (after the first time, these imports are a dictionary lookup).
+    from feeds.digest import parse
+    from feeds.links.extract import extract_links
+
+    try:
+        parsed = parse(item.content, item.name)
+    except DigestRejected as e:
+        with store.transaction():
+            store.add_digest(h, item.name, now, status="rejected", reason=e.message)
+            _remember(store, item, h)
+        rejected.append(Rejection(item.name, e.message))
+        return None
+    with store.transaction():  # a digest is ingested whole or not at all
+        _remember(store, item, h)
+        for line, paper in parsed.papers:
+            result = store.put_paper(paper, h, line, now)
+            counts[result] = counts.get(result, 0) + 1
+            counts["links"] += store.add_links(
+                paper.paper_id, extract_links(paper.comments, paper.journal_ref)
+            )
+        store.add_digest(
+            h,
+            item.name,
+            now,
+            status="ok",
+            venue=parsed.venue,
+            papers=len(parsed.papers),
+            diagnostics=parsed.diagnostics,
+        )
+    counts["digests"] += 1
+    return parsed
 
 
 def _remember(store: Store, item: Input, digest_hash: str) -> None:

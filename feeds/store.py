@@ -159,7 +159,6 @@ class Store:
     def __init__(self, path: Path, now: datetime) -> None:
         self.path = path
         self._files: dict[str, tuple[int, int]] | None = None  # see known_file
-        self._into = "members"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
@@ -377,14 +376,14 @@ class Store:
     def papers_between(self, first: int, end: int, *, unmatched_only: bool) -> Iterator[Paper]:
         """Yield the papers whose arrival order is in [first, end), in that order: all, or
         those waiting to be matched."""
-        # "+seq": ordering by the rowid itself would make SQLite walk the whole range in
-        # order rather than use the index of the few unmatched papers and sort them.
-        where = (
-            "unmatched AND +seq >= ? AND +seq < ? ORDER BY +seq"
-            if unmatched_only
-            else ("seq >= ? AND seq < ? ORDER BY seq")
+        # A range of the table itself, not of the index of unmatched papers: after a big
+        # ingest that index holds them all, and each range would scan it whole.
+        which = " AND unmatched" if unmatched_only else ""
+        rows = self.db.execute(
+            f"SELECT {_PAPER_COLS} FROM papers WHERE seq >= ? AND seq < ?{which} ORDER BY seq",
+            (first, end),
         )
-        for row in self.db.execute(f"SELECT {_PAPER_COLS} FROM papers WHERE {where}", (first, end)):
+        for row in rows:
             yield _paper_from(row)
 
     def has_unmatched(self) -> bool:
@@ -570,20 +569,7 @@ class Store:
             return
         for name in _MEMBER_INDEXES:
             self.db.execute(f"DROP INDEX {name}")
-        # The primary key's index too is far larger than the cache at a million papers, and
-        # each batch of memberships lands all over it: they are gathered in a table of the
-        # connection's own, without index, and go into members at the end in its order.
-        self.db.execute("DROP TABLE IF EXISTS temp.members_bulk")
-        self.db.execute("CREATE TEMP TABLE members_bulk AS SELECT * FROM members WHERE 0")
-        self._into = "temp.members_bulk"
-        try:
-            yield
-        finally:
-            self._into = "members"
-        self.db.execute(
-            "INSERT INTO members SELECT * FROM temp.members_bulk ORDER BY topic_id, paper_id"
-        )
-        self.db.execute("DROP TABLE temp.members_bulk")
+        yield
         for sql in _MEMBER_INDEXES.values():
             self.db.execute(sql)
 
@@ -617,8 +603,7 @@ class Store:
         # rather than one per topic: a batch spans a thousand topics.
         ordered = [row for tid in sorted(by_topic) for row in sorted(by_topic[tid])]
         cursor = self.db.executemany(
-            f"INSERT OR IGNORE INTO {self._into}"
-            " SELECT ?, ?, ?, seq, ? FROM papers WHERE paper_id = ?",
+            "INSERT OR IGNORE INTO members SELECT ?, ?, ?, seq, ? FROM papers WHERE paper_id = ?",
             ordered,
         )
         if cursor.rowcount == len(ordered):
