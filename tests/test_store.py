@@ -122,8 +122,8 @@ def test_a_batch_commits_by_weight_and_keeps_whole_transactions_when_it_fails(
 
 
 def test_memberships_of_a_first_build_are_the_same_as_added_one_by_one(tmp_path: Path) -> None:
-    """A first build inserts memberships without the secondary indexes and makes them
-    after: the table, its indexes, the sizes and the marks are the same."""
+    """A first build gathers memberships aside and inserts them at the end, sorted, with
+    the indexes made after: the table, its indexes, the sizes and the marks are the same."""
     papers = [_paper(f"Paper {n}") for n in range(40)]
     rows = [
         (f"t{n % 7}", p.paper_id, (Hit(f"term {n % 3}", "title"),)) for n, p in enumerate(papers)
@@ -144,17 +144,19 @@ def test_memberships_of_a_first_build_are_the_same_as_added_one_by_one(tmp_path:
             "SELECT name, sql FROM sqlite_master"
             " WHERE type = 'index' AND tbl_name = 'members' ORDER BY name"
         ).fetchall()
-        result = (members, indexes, store.member_counts(), store.dirty())
+        temp = store.db.execute("SELECT name FROM sqlite_temp_master").fetchall()
+        result = (members, indexes, temp, store.member_counts(), store.dirty())
         store.close()
         return result
 
     bulk, one_by_one = state(True), state(False)
     assert bulk == one_by_one
-    members, indexes, _counts, _dirty = bulk
+    members, indexes, temp, _counts, _dirty = bulk
     assert len(members) == len(rows)
     assert [name for name, _sql in indexes] == [
         "members_order", "members_paper", "sqlite_autoindex_members_1",
     ]  # fmt: skip
+    assert temp == []  # the table they were gathered in is gone
 
 
 def test_ranges_of_papers_cover_each_paper_once_with_exact_counts(tmp_path: Path) -> None:
