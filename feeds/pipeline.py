@@ -316,10 +316,12 @@ def _match(
 
 _PAPERS_PER_MATCH = 2_000  # ~0.1 s of matching: a part to share with the helper
 
+# A paper that matches, with its topics and their hits; what matching a part gives.
+PaperMatches = tuple[str, list[tuple[str, tuple["Hit", ...]]]]
+Matched = list[PaperMatches]
 
-def _matched(
-    store: Store, job: Matching, progress: Progress
-) -> Iterator[tuple[str, list[tuple[str, tuple[Hit, ...]]]]]:
+
+def _matched(store: Store, job: Matching, progress: Progress) -> Iterator[PaperMatches]:
     """Yield (paper id, [(topic id, hits)]) for each paper of the job that matches a topic:
     a long history is matched by this process and the helper together."""
     from feeds.helper import shared
@@ -337,10 +339,6 @@ def _matched(
 
     for matched in shared(store.path, job, parts, total, here, begin):
         yield from matched
-
-
-# What matching a part gives: (paper id, [(topic id, hits)]) for each paper that matches.
-Matched = list[tuple[str, list[tuple[str, tuple["Hit", ...]]]]]
 
 
 class Matching:
