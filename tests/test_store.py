@@ -182,6 +182,8 @@ def test_ranges_of_papers_cover_each_paper_once_with_exact_counts(tmp_path: Path
     waiting = store.seq_ranges(5, unmatched_only=True)
     assert [count for _first, _end, count in waiting] == [5, 2]
     assert read(waiting, True) == [f"Paper {n}" for n in range(23, 30)]
+    whole = store.papers_between(0, 10**9, unmatched_only=True)  # matched ones left out
+    assert [p.title for p in whole] == [f"Paper {n}" for n in range(23, 30)]
     with store.transaction():
         store.mark_matched()
     assert store.seq_ranges(5, unmatched_only=True) == []
