@@ -220,8 +220,6 @@ def test_one_publisher_at_a_time(project: Path) -> None:
 
 
 def test_state_from_a_newer_version_is_refused(project: Path) -> None:
-    import sqlite3
-
     run(_config(project), now=lambda: T0)
     db = sqlite3.connect(project / ".paperfeeds" / "state.sqlite3")
     db.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -77,8 +78,6 @@ def test_topic_sizes_count_only_memberships_really_inserted(tmp_path: Path) -> N
 
 def _titles(path: Path) -> list[str]:
     """The papers in the state as another connection sees them: what was committed."""
-    import sqlite3
-
     db = sqlite3.connect(path)
     try:
         return [str(t) for (t,) in db.execute("SELECT title FROM papers ORDER BY seq")]
