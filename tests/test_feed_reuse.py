@@ -86,6 +86,14 @@ def test_only_the_new_items_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
     assert built == [2]
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_each_written_entry_names_its_paper(fmt: str) -> None:
+    # A run matches a topic's newest papers to last time's entries by paper id alone.
+    items = _items()
+    blocks = render.entry_blocks(fmt, _render(fmt, _view(items)))
+    assert sorted(map(render.paper_of_item, blocks)) == sorted(i.paper.paper_id for i in items)
+
+
 def test_blocks_of_foreign_or_damaged_files_are_not_used() -> None:
     assert render.entry_blocks("rss", b"<rss><channel><item>x</item></channel></rss>") == {}
     assert render.entry_blocks("json", b'{"items": [{"id": "a"}]}') == {}

@@ -154,7 +154,7 @@ def test_feeds_check_reports_matches_and_warnings(project: Path) -> None:
 def _sizes_are_exact(project: Path) -> None:
     import sqlite3
 
-    from feeds.store import Store
+    from feeds.store import SCHEMA_VERSION, Store
 
     store = Store(project / "state.sqlite3", T0)
     counted = dict(
@@ -164,7 +164,7 @@ def _sizes_are_exact(project: Path) -> None:
     store.close()
     assert sqlite3.connect(project / "state.sqlite3").execute(
         "SELECT value FROM meta WHERE key = 'schema_version'"
-    ).fetchone() == ("2",)
+    ).fetchone() == (str(SCHEMA_VERSION),)
 
 
 def test_topic_sizes_follow_every_change(project: Path) -> None:
@@ -188,3 +188,32 @@ def test_a_state_from_before_topic_sizes_is_migrated(project: Path) -> None:
     db.close()
     run(_config(project, BEFORE), now=lambda: T0 + timedelta(days=1))
     _sizes_are_exact(project)
+
+
+def test_a_state_from_before_the_covering_order_index_is_migrated(project: Path) -> None:
+    import sqlite3
+
+    from feeds.store import _MEMBER_INDEXES
+
+    run(_config(project, BEFORE), now=lambda: T0)
+    db = sqlite3.connect(project / "state.sqlite3", isolation_level=None)
+    db.execute("DROP INDEX members_order")
+    db.execute("CREATE INDEX members_order ON members (topic_id, entered DESC, seq)")
+    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    db.close()
+    run(_config(project, AFTER), now=lambda: T0 + timedelta(days=1))
+    _sizes_are_exact(project)
+    db = sqlite3.connect(project / "state.sqlite3")
+    (sql,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'members_order'").fetchone()
+    assert sql == _MEMBER_INDEXES["members_order"]
+    # A topic's newest papers are read from the index alone.
+    plan = " ".join(
+        row[-1]
+        for row in db.execute(
+            "EXPLAIN QUERY PLAN SELECT paper_id, entered FROM members WHERE topic_id = ?"
+            " ORDER BY entered DESC, seq LIMIT 5",
+            ("x",),
+        )
+    )
+    db.close()
+    assert "COVERING INDEX members_order" in plan

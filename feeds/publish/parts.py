@@ -121,18 +121,20 @@ def _kept_view(
 
     heads = store.topic_heads(light.id, light.max_items)
     reusable = blocks["rss"].keys() & blocks["atom"].keys() & blocks["json"].keys()
+    # The blocks' item ids name their papers: the titles need not be read to match them.
+    by_paper = {render.paper_of_item(key): key for key in reusable}
     kept = {
         pid: key
-        for pid, title, _entered in heads
-        if pid not in plan.dirty["paper"] and (key := render.title_id(title)) in reusable
+        for pid, _entered in heads
+        if pid not in plan.dirty["paper"] and (key := by_paper.get(pid)) is not None
     }
-    rows = store.topic_items_of(light.id, [pid for pid, *_ in heads if pid not in kept])
+    rows = store.topic_items_of(light.id, [pid for pid, _entered in heads if pid not in kept])
     links = store.links_of(rows)
     items = tuple(
         Kept(kept[pid]) if pid in kept else Item(rows[pid][0], entered, links[pid], rows[pid][2])
-        for pid, _title, entered in heads
+        for pid, entered in heads
     )
-    updated = heads[0][2] if heads else plan.created
+    updated = heads[0][1] if heads else plan.created
     return replace(light, updated=updated, items=items)
 
 

@@ -98,6 +98,13 @@ def title_id(title: str) -> str:
     return f"urn:uuid:{paper_uuid(title)}"
 
 
+def paper_of_item(item_id: str) -> str:
+    """Return the paper id behind an item id (see title_id): paper_id() is the first
+    sixteen hex digits of the paper's UUID, which the item id spells out."""
+    u = item_id[9:]  # after "urn:uuid:"; hex digits 0-7, 9-12 and 14-17
+    return u[:8] + u[9:13] + u[14:18]
+
+
 def feed_id(feed: FeedView) -> str:
     return f"urn:uuid:{uuid.uuid5(PAPER_NAMESPACE, 'feed:' + feed.id)}"
 
