@@ -233,9 +233,9 @@ def _ingest(
         return None
     with store.transaction():  # a digest is ingested whole or not at all
         _remember(store, item, h)
-        for line, paper in parsed.papers:
-            result = store.put_paper(paper, h, line, now)
-            counts[result] = counts.get(result, 0) + 1
+        for result, n in store.put_papers(parsed.papers, h, now).items():
+            counts[result] = counts.get(result, 0) + n
+        for _line, paper in parsed.papers:
             counts["links"] += store.add_links(
                 paper.paper_id, extract_links(paper.comments, paper.journal_ref)
             )

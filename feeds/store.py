@@ -152,6 +152,11 @@ _ITEMS = (
     + ", m.entered, m.matched"
     + _MEMBERS
 )
+_INSERT_PAPER = (
+    "INSERT INTO papers (paper_id, title, title_zh, authors, institutions, summary, comments,"
+    " journal_ref, venue, first_seen, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_TOUCH = "INSERT OR IGNORE INTO dirty VALUES (?, ?)"
 _RESIZE = (
     "INSERT INTO topic_sizes VALUES (?, ?) ON CONFLICT (topic_id) DO UPDATE SET n = n + excluded.n"
 )
@@ -333,6 +338,49 @@ class Store:
 
     # -- papers -------------------------------------------------------------------------
 
+    def put_papers(
+        self, papers: Sequence[tuple[int, Paper]], digest_hash: str, now: datetime
+    ) -> dict[str, int]:
+        """Store a digest's (line, paper)s as put_paper() would one by one; return how many
+        were 'new', 'changed' and 'same'.
+
+        Papers not known before are inserted with a statement for all of them: a first run
+        over a big inbox is nearly all new papers, and one statement a paper is a third of
+        ingesting them. The others (known, or seen twice in this digest) go one by one after,
+        in digest order: each merges with what was stored before it, as it would have."""
+        counts = {"new": 0, "changed": 0, "same": 0}
+        ids = [paper.paper_id for _line, paper in papers]
+        known: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.db.execute(
+                f"SELECT paper_id FROM papers WHERE paper_id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            known.update(pid for (pid,) in rows)
+        new: list[Paper] = []
+        later: list[tuple[int, Paper]] = []
+        for line, paper in papers:
+            if paper.paper_id in known:
+                later.append((line, paper))
+            else:
+                known.add(paper.paper_id)  # a second time in this digest: merged, later
+                new.append(paper)
+        self.db.executemany(
+            "INSERT OR IGNORE INTO sightings VALUES (?, ?, ?)",
+            [(paper.paper_id, digest_hash, line) for line, paper in papers],
+        )
+        if new:
+            when = _ts(now)
+            self.db.executemany(_INSERT_PAPER, [(*_paper_row(p), when, when) for p in new])
+            # Their pages and the `all` feed; a new paper is in no topic yet (see _touch_paper).
+            self.db.executemany(_TOUCH, [("paper", p.paper_id) for p in new])
+            self.touch("topic", "all")
+            counts["new"] = len(new)
+        for line, paper in later:
+            counts[self.put_paper(paper, digest_hash, line, now)] += 1
+        return counts
+
     def put_paper(self, paper: Paper, digest_hash: str, line: int, now: datetime) -> str:
         """Store a paper (merging with what is known); return 'new', 'changed' or 'same'."""
         old = self.paper(paper.paper_id)
@@ -340,12 +388,7 @@ class Store:
             "INSERT OR IGNORE INTO sightings VALUES (?, ?, ?)", (paper.paper_id, digest_hash, line)
         )
         if old is None:
-            self.db.execute(
-                "INSERT INTO papers (paper_id, title, title_zh, authors, institutions, summary,"
-                " comments, journal_ref, venue, first_seen, changed)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*_paper_row(paper), _ts(now), _ts(now)),
-            )
+            self.db.execute(_INSERT_PAPER, (*_paper_row(paper), _ts(now), _ts(now)))
             # Its page and the `all` feed; a new paper is in no topic yet (see _touch_paper).
             self.touch("paper", paper.paper_id)
             self.touch("topic", "all")
@@ -640,7 +683,7 @@ class Store:
                 [(tid, tid) for tid in by_topic],
             )
         self.db.executemany(
-            "INSERT OR IGNORE INTO dirty VALUES (?, ?)",
+            _TOUCH,
             [("topic", t) for t in {tid for tid, _pid, _h in rows}]
             + [("paper", p) for p in {pid for _tid, pid, _h in rows}],
         )
@@ -872,7 +915,7 @@ class Store:
 
     def touch(self, kind: str, item_id: str) -> None:
         """Mark a paper page or a topic's files (`all` too) to be rendered again."""
-        self.db.execute("INSERT OR IGNORE INTO dirty VALUES (?, ?)", (kind, item_id))
+        self.db.execute(_TOUCH, (kind, item_id))
 
     def _touch_paper(self, paper_id: str) -> None:
         """A paper's content changed: its page, the `all` feed and its topics' feeds."""

@@ -297,3 +297,25 @@ def test_the_url_expression_is_case_insensitive_exactly_where_case_exists() -> N
         assert [(m.start(), m.group()) for m in extract._URL.finditer(text)] == expected, text
         found += bool(expected)
     assert found > 10_000
+
+
+_PIECES = (
+    "Accepted at ICML 2026", " ", ".", "/", "Code: ", "WWW.", "GitHub.com/", "gitlab.COM/",
+    "bitbucket.org/", "codeberg.org/", "HuggingFace.co/", "arxiv.org/abs/", "ArXiv.org/pdf/",
+    "dx.doi.org/10.", "doi.org/10.", "lab.github.io", "x.GitHub.IO", "https://", "HTTP://",
+    ":/", "github.co", "www", "org/", "abc", "1234", "(", ")", "，", "代码", "é", "\u212a",
+)  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=12).map("".join))
+def test_texts_passed_over_without_a_search_hold_no_url(text: str) -> None:
+    from feeds.links.extract import _URL, _may_hold_url
+
+    assert _may_hold_url(text) or _URL.search(text) is None
+
+
+def test_the_pre_check_passes_over_plain_comments() -> None:
+    from feeds.links.extract import _may_hold_url
+
+    assert not _may_hold_url("Accepted at ICML 2026. 9 pages, 4 figures")
+    assert _may_hold_url("Code: GitHub.com/a/b")

@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -255,24 +256,22 @@ def test_a_run_that_dies_while_ingesting_keeps_the_digests_read_whole(
 ) -> None:
     """Digests are committed many at a time, each whole: a run stopped in the middle of one
     keeps those before it, and nothing of that one, which the next run ingests."""
-    from feeds.model import Paper
+    from feeds.model import Link
     from feeds.store import Store
 
     (project / "seeds" / "000_ffe79e0d7d0ca876.txt").rename(project / "seeds" / "a.txt")
     (project / "seeds" / "002_891ef091818cbb33.txt").rename(project / "seeds" / "b.txt")
-    original = Store.put_paper
-    calls: list[str] = []
+    original = Store.add_links
+    papers_seen: list[str] = []
 
-    def dies_in_the_second_digest(
-        self: Store, paper: Paper, digest: str, line: int, now: datetime
-    ) -> str:
-        calls.append(digest)
-        if len(set(calls)) == 2 and calls.count(digest) == 3:
-            raise KeyboardInterrupt  # at the third paper of the second digest
-        return original(self, paper, digest, line, now)
+    def dies_in_the_second_digest(self: Store, paper_id: str, links: Sequence[Link]) -> int:
+        papers_seen.append(paper_id)
+        if len(papers_seen) == 33:  # a.txt has 30 papers: the third of b.txt, after the
+            raise KeyboardInterrupt  # papers of b.txt were stored, before its links were
+        return original(self, paper_id, links)
 
     with monkeypatch.context() as patched:
-        patched.setattr(Store, "put_paper", dies_in_the_second_digest)
+        patched.setattr(Store, "add_links", dies_in_the_second_digest)
         with pytest.raises(KeyboardInterrupt):
             run(_config(project), now=lambda: T0)
     db = sqlite3.connect(project / ".paperfeeds" / "state.sqlite3")

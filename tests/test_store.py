@@ -186,3 +186,41 @@ def test_ranges_of_papers_cover_each_paper_once_with_exact_counts(tmp_path: Path
     with store.transaction():
         store.mark_matched()
     assert store.seq_ranges(5, unmatched_only=True) == []
+
+
+def test_a_digests_papers_stored_at_once_are_stored_as_one_by_one(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    before = [_paper(f"Paper {n}") for n in range(4)]
+    digest = [
+        (10, _paper("New A")),
+        (12, replace(before[1], summary="Now with a summary")),  # known: changed
+        (14, _paper("New B")),
+        (16, before[2]),  # known: the same
+        (18, replace(_paper("New A"), comments="Code: https://x.org")),  # twice: merged
+        (20, _paper("New A")),  # a third time, nothing new
+        (22, _paper("New C")),
+    ]
+
+    def state(at_once: bool) -> tuple[Any, ...]:
+        store = Store(tmp_path / f"{at_once}.sqlite3", NOW)
+        with store.transaction():
+            for n, paper in enumerate(before):
+                store.put_paper(paper, "d1", n + 1, NOW)
+            store.clear_dirty()
+            if at_once:
+                counts = store.put_papers(digest, "d2", NOW)
+            else:
+                counts = {"new": 0, "changed": 0, "same": 0}
+                for line, paper in digest:
+                    counts[store.put_paper(paper, "d2", line, NOW)] += 1
+        tables = [
+            store.db.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+            for table in ("papers", "sightings", "dirty")
+        ]
+        store.close()
+        return counts, tables
+
+    at_once, one_by_one = state(True), state(False)
+    assert at_once == one_by_one
+    assert at_once[0] == {"new": 3, "changed": 2, "same": 2}

@@ -36,6 +36,13 @@ _URL = re.compile(
     rf"(?i:https?://){_BODY}+"
     rf"|(?i:(?<![a-z0-9_.@-])(?:{'|'.join(_SCHEMELESS_HOSTS)})){_BODY}*"
 )
+# What every text _URL matches in holds, in ASCII lower case: most comments ("ICML 2026")
+# hold none, and these tests cost a fraction of a search, which cannot skip ahead to a
+# literal and tries the expression at every character.
+_URL_MARKERS = (
+    "www.", "github.com/", "gitlab.com/", "bitbucket.org/", "codeberg.org/",
+    "huggingface.co/", "arxiv.org/", "doi.org/10.", ".github.io",
+)  # fmt: skip
 # A second scheme inside a match starts a second URL (`https://a/x,https://b/y`), unless it is
 # a parameter or path of the first (`?u=https://...`, `web.archive.org/web/2024/https://...`).
 _GLUED_SCHEME = re.compile(r"(?<=[^=/?&:%])https?://", re.IGNORECASE)
@@ -107,6 +114,16 @@ _PROJECT_LABELS = re.compile(
 )
 
 
+def _may_hold_url(text: str) -> bool:
+    """False only for a text in which _URL cannot match."""
+    if "://" in text or not text.isascii():  # beyond ASCII, case rules: the search decides
+        return True
+    if "." not in text:  # every marker has one
+        return False
+    lower = text.lower()
+    return any(marker in lower for marker in _URL_MARKERS)
+
+
 def extract_links(*texts: str | None) -> tuple[Link, ...]:
     """Return the links in the texts, in order of appearance, without duplicates.
 
@@ -116,7 +133,7 @@ def extract_links(*texts: str | None) -> tuple[Link, ...]:
     seen: set[str] = set()
     links: list[Link] = []
     for text in texts:
-        if not text:
+        if not text or not _may_hold_url(text):
             continue
         pos = 0
         prev_end = 0  # a label belongs to the next URL only, never to one after it
