@@ -13,7 +13,7 @@ from feeds.ingest import Input, inbox_files, read_input
 from feeds.lock import exclusive
 from feeds.publish.build import publish
 from feeds.publish.write import WriteStats
-from feeds.store import Store
+from feeds.store import Store, encode_hits
 
 if TYPE_CHECKING:
     from feeds.config import Criteria
@@ -290,18 +290,19 @@ def _match(
             before = store.members_of(ids, unmatched_only)
             had = {paper_id for _topic, paper_id in before}
             still: set[tuple[str, str]] = set()
-            batch: list[tuple[str, str, tuple[Hit, ...]]] = []
-            for paper_id, matches in _matched(store, job, progress):
-                for topic_id, hits in matches:
-                    if paper_id not in had:
-                        # The common case (a new paper): nothing to compare with, so the
-                        # memberships are inserted in bulk.
-                        batch.append((topic_id, paper_id, hits))
+            batch: list[tuple[str, str, int, str]] = []
+            for paper_id, seq, matches in _matched(store, job, progress):
+                if paper_id not in had:
+                    # The common case (a new paper): nothing to compare with, so the
+                    # memberships are inserted in bulk.
+                    for topic_id, matched in matches:
+                        batch.append((topic_id, paper_id, seq, matched))
                         new_matches[topic_id] += 1
-                        continue
-                    still.add((topic_id, paper_id))
-                    if store.set_member(topic_id, paper_id, hits, now):
-                        new_matches[topic_id] += 1
+                else:
+                    for topic_id, matched in matches:
+                        still.add((topic_id, paper_id))
+                        if store.set_member(topic_id, paper_id, matched, now):
+                            new_matches[topic_id] += 1
                 if len(batch) >= 10_000:
                     store.add_members(batch, now)
                     batch.clear()
@@ -316,14 +317,16 @@ def _match(
 
 _PAPERS_PER_MATCH = 2_000  # ~0.1 s of matching: a part to share with the helper
 
-# A paper that matches, with its topics and their hits; what matching a part gives.
-PaperMatches = tuple[str, list[tuple[str, tuple["Hit", ...]]]]
+# A paper that matches: its id and seq, its topics and their hits as the state stores them
+# (store.encode_hits); what matching a part gives. Encoded by whichever process matched:
+# strings cost the run less to receive and to store than Hit objects.
+PaperMatches = tuple[str, int, list[tuple[str, str]]]
 Matched = list[PaperMatches]
 
 
 def _matched(store: Store, job: Matching, progress: Progress) -> Iterator[PaperMatches]:
-    """Yield (paper id, [(topic id, hits)]) for each paper of the job that matches a topic:
-    a long history is matched by this process and the helper together."""
+    """Yield (paper id, seq, [(topic id, hits)]) for each paper of the job that matches a
+    topic: a long history is matched by this process and the helper together."""
     from feeds.helper import shared
 
     parts = store.seq_ranges(_PAPERS_PER_MATCH, unmatched_only=job.unmatched_only)
@@ -351,6 +354,7 @@ class Matching:
         self.topics = topics
         self.unmatched_only = unmatched_only
         self._matcher: Matcher | None = None
+        self._encoded: dict[int, tuple[tuple[Hit, ...], str]] = {}  # see run
 
     def __getstate__(self) -> tuple[tuple[tuple[str, Criteria], ...], bool]:
         return self.topics, self.unmatched_only
@@ -358,17 +362,29 @@ class Matching:
     def __setstate__(self, state: tuple[tuple[tuple[str, Criteria], ...], bool]) -> None:
         self.topics, self.unmatched_only = state
         self._matcher = None
+        self._encoded = {}
 
     def run(self, store: Store, part: tuple[int, int, int]) -> Matched:
         if self._matcher is None:
             from feeds.match import cached_matcher
 
             self._matcher = cached_matcher(self.topics)
-        match = self._matcher.match
+        match, encoded = self._matcher.match, self._encoded
         first, end, _count = part
         out: Matched = []
-        for paper in store.papers_between(first, end, unmatched_only=self.unmatched_only):
+        for seq, paper in store.papers_between(first, end, unmatched_only=self.unmatched_only):
             matches = match(paper)
             if matches:
-                out.append((paper.paper_id, matches))
+                row = []
+                for topic_id, hits in matches:
+                    # Most hits are tuples the matcher keeps and hands out again: encoded
+                    # once each, found by identity (a Hit hashes in Python, slowly). The
+                    # entry holds the tuple: no other object gets its id while it is there.
+                    known = encoded.get(id(hits))
+                    if known is None:
+                        if len(encoded) > 100_000:
+                            encoded.clear()
+                        known = encoded[id(hits)] = (hits, encode_hits(hits))
+                    row.append((topic_id, known[1]))
+                out.append((paper.paper_id, seq, row))
         return out

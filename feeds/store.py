@@ -425,18 +425,20 @@ class Store:
             if paper is not None:
                 yield paper
 
-    def papers_between(self, first: int, end: int, *, unmatched_only: bool) -> Iterator[Paper]:
-        """Yield the papers whose arrival order is in [first, end), in that order: all, or
-        those waiting to be matched."""
+    def papers_between(
+        self, first: int, end: int, *, unmatched_only: bool
+    ) -> Iterator[tuple[int, Paper]]:
+        """Yield (seq, paper) for the papers whose arrival order (seq) is in [first, end), in
+        that order: all, or those waiting to be matched."""
         # A range of the table itself, not of the index of unmatched papers: after a big
         # ingest that index holds them all, and each range would scan it whole.
         which = " AND unmatched" if unmatched_only else ""
         rows = self.db.execute(
-            f"SELECT {_PAPER_COLS} FROM papers WHERE seq >= ? AND seq < ?{which} ORDER BY seq",
+            f"SELECT seq, {_PAPER_COLS} FROM papers WHERE seq >= ? AND seq < ?{which} ORDER BY seq",
             (first, end),
         )
         for row in rows:
-            yield _paper_from(row)
+            yield row[0], _paper_from(row[1:])
 
     def has_unmatched(self) -> bool:
         """Return True when papers wait to be matched against the topics.
@@ -586,9 +588,9 @@ class Store:
         self.db.execute("DELETE FROM members WHERE topic_id = ?", (topic_id,))
         self.db.execute("DELETE FROM topic_sizes WHERE topic_id = ?", (topic_id,))
 
-    def set_member(self, topic_id: str, paper_id: str, hits: Sequence[Hit], now: datetime) -> bool:
-        """Record that a paper is in a topic, keeping its entry date; True if it is new."""
-        matched = _json([[h.term, h.field] for h in hits])
+    def set_member(self, topic_id: str, paper_id: str, matched: str, now: datetime) -> bool:
+        """Record that a paper is in a topic with these hits (see encode_hits), keeping its
+        entry date; True if it is new."""
         row = self.db.execute(
             "SELECT matched FROM members WHERE topic_id = ? AND paper_id = ?", (topic_id, paper_id)
         ).fetchone()
@@ -655,28 +657,22 @@ class Store:
         )
         return {(str(t), str(p)) for t, p in rows if t in topic_ids}
 
-    def add_members(self, rows: Sequence[tuple[str, str, Sequence[Hit]]], now: datetime) -> None:
-        """Insert memberships known to be new (papers that had none), in bulk."""
+    def add_members(self, rows: Sequence[tuple[str, str, int, str]], now: datetime) -> None:
+        """Insert memberships known to be new (papers that had none), in bulk: (topic id,
+        paper id, the paper's seq, its hits as encode_hits gives them) each."""
         when = _ts(now)
-        by_topic: dict[str, list[tuple[str, str, str, str, str]]] = {}
-        encoded: dict[tuple[Hit, ...], str] = {}  # most memberships share their hits
-        for tid, pid, hits in rows:
-            key = tuple(hits)  # the same tuple when it is one already
-            matched = encoded.get(key)
-            if matched is None:
-                matched = encoded[key] = _json([[h.term, h.field] for h in hits])
-            by_topic.setdefault(tid, []).append((tid, pid, when, matched, pid))
+        by_topic: dict[str, list[tuple[str, str, str, int, str]]] = {}
+        for tid, pid, seq, matched in rows:
+            by_topic.setdefault(tid, []).append((tid, pid, when, seq, matched))
         # One statement for the whole batch, in key order (topic, paper: the primary key's),
         # rather than one per topic: a batch spans a thousand topics.
         ordered = [row for tid in sorted(by_topic) for row in sorted(by_topic[tid])]
         cursor = self.db.executemany(
-            f"INSERT OR IGNORE INTO {self._into}"
-            " SELECT ?, ?, ?, seq, ? FROM papers WHERE paper_id = ?",
-            ordered,
+            f"INSERT OR IGNORE INTO {self._into} VALUES (?, ?, ?, ?, ?)", ordered
         )
         if cursor.rowcount == len(ordered):
             self.db.executemany(_RESIZE, [(tid, len(group)) for tid, group in by_topic.items()])
-        else:  # some were there already (or their paper was not): count those topics again
+        else:  # some were there already: count those topics again
             self.db.executemany(
                 "INSERT OR REPLACE INTO topic_sizes"
                 " SELECT ?, count(*) FROM members WHERE topic_id = ?",
@@ -684,8 +680,8 @@ class Store:
             )
         self.db.executemany(
             _TOUCH,
-            [("topic", t) for t in {tid for tid, _pid, _h in rows}]
-            + [("paper", p) for p in {pid for _tid, pid, _h in rows}],
+            [("topic", t) for t in by_topic]
+            + [("paper", p) for p in {pid for _tid, pid, _seq, _m in rows}],
         )
 
     def _resize(self, topic_id: str, delta: int) -> None:
@@ -1051,6 +1047,11 @@ def _paper_row(p: Paper) -> tuple[Any, ...]:
         _json(institutions),
         p.summary, p.comments, p.journal_ref, p.venue,
     )  # fmt: skip
+
+
+def encode_hits(hits: Sequence[Hit]) -> str:
+    """Return a membership's hits as the state stores them: JSON [[term, field], ...]."""
+    return _json([[h.term, h.field] for h in hits])
 
 
 @lru_cache(maxsize=65536)

@@ -284,3 +284,49 @@ def test_a_run_that_dies_while_ingesting_keeps_the_digests_read_whole(
     assert len(sightings) == 1  # nothing of b.txt
     summary = run(_config(project), now=lambda: T0 + timedelta(hours=1))
     assert (summary.digests, summary.known, summary.papers_total) == (1, 1, 60)
+
+
+def test_the_memberships_stored_are_those_the_matcher_gives(project: Path) -> None:
+    """Hits are encoded where the papers are matched, and most encodings are reused: every
+    stored membership must still carry its own paper's hits."""
+    from feeds.match import Matcher
+    from feeds.store import Store, encode_hits
+
+    config = _config(project)
+    run(config, now=lambda: T0)
+    matcher = Matcher([(t.id, t.criteria) for t in config.topics])
+    store = Store(project / ".paperfeeds" / "state.sqlite3", T0)
+    expected = {
+        (topic_id, paper.paper_id, encode_hits(hits))
+        for paper in store.papers()
+        for topic_id, hits in matcher.match(paper)
+    }
+    stored = set(store.db.execute("SELECT topic_id, paper_id, matched FROM members"))
+    store.close()
+    assert len(expected) > 20
+    assert stored == expected
+
+
+def test_hits_made_afresh_for_each_paper_are_encoded_for_each(tmp_path: Path) -> None:
+    # Encodings are found by the identity of the hits' tuple: a tuple made for one paper
+    # and let go must not lend its encoding to the next one's.
+    from feeds.model import Hit, Paper
+    from feeds.pipeline import Matching
+    from feeds.store import Store, encode_hits
+    from feeds.text import paper_id
+
+    class Fresh:
+        def match(self, paper: Paper) -> list[tuple[str, tuple[Hit, ...]]]:
+            return [("t", (Hit(paper.title, "title"),))]
+
+    titles = [f"Paper {n}" for n in range(200)]
+    store = Store(tmp_path / "state.sqlite3", T0)
+    with store.transaction():
+        store.put_papers([(n, Paper(paper_id(t), t)) for n, t in enumerate(titles)], "d", T0)
+    job = Matching((), unmatched_only=False)
+    job._matcher = Fresh()  # type: ignore[assignment]
+    out = job.run(store, (1, 201, 200))
+    store.close()
+    assert [row for _pid, _seq, row in out] == [
+        [("t", encode_hits((Hit(t, "title"),)))] for t in titles
+    ]

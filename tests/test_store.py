@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from feeds.model import Hit, Paper
-from feeds.store import Store
+from feeds.store import Store, encode_hits
 from feeds.text import paper_id
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
@@ -57,16 +57,13 @@ def test_known_files_are_read_once_and_compared_by_size_and_time(tmp_path: Path)
 def test_topic_sizes_count_only_memberships_really_inserted(tmp_path: Path) -> None:
     store = Store(tmp_path / "state.sqlite3", NOW)
     a, b = _paper("Paper A"), _paper("Paper B")
-    hits = (Hit("paper", "title"),)
+    hits = encode_hits((Hit("paper", "title"),))
     with store.transaction():
         store.put_paper(a, "d1", 1, NOW)
         store.put_paper(b, "d1", 2, NOW)
-        store.add_members([("t1", a.paper_id, hits), ("t2", a.paper_id, hits)], NOW)
-        # One already there, one whose paper is unknown: neither is inserted or counted.
-        store.add_members(
-            [("t1", a.paper_id, hits), ("t1", b.paper_id, hits), ("t2", "no-such-paper", hits)],
-            NOW,
-        )
+        store.add_members([("t1", a.paper_id, 1, hits), ("t2", a.paper_id, 1, hits)], NOW)
+        # One already there: not inserted again, not counted again.
+        store.add_members([("t1", a.paper_id, 1, hits), ("t1", b.paper_id, 2, hits)], NOW)
 
     def counted(topic: str) -> int:
         sql = "SELECT count(*) FROM members WHERE topic_id = ?"
@@ -125,9 +122,11 @@ def test_memberships_of_a_first_build_are_the_same_as_added_one_by_one(tmp_path:
     the indexes made after: the table, its indexes, the sizes and the marks are the same."""
     papers = [_paper(f"Paper {n}") for n in range(40)]
     rows = [
-        (f"t{n % 7}", p.paper_id, (Hit(f"term {n % 3}", "title"),)) for n, p in enumerate(papers)
+        (f"t{n % 7}", p.paper_id, n + 1, encode_hits((Hit(f"term {n % 3}", "title"),)))
+        for n, p in enumerate(papers)
     ]
-    rows += [(f"t{n % 5 + 7}", p.paper_id, (Hit("V", "venue"),)) for n, p in enumerate(papers[::3])]
+    venue = encode_hits((Hit("V", "venue"),))
+    rows += [(f"t{n % 5 + 7}", p.paper_id, n * 3 + 1, venue) for n, p in enumerate(papers[::3])]
 
     def state(bulk: bool) -> tuple[Any, ...]:
         store = Store(tmp_path / f"{bulk}.sqlite3", NOW)
@@ -170,7 +169,10 @@ def test_ranges_of_papers_cover_each_paper_once_with_exact_counts(tmp_path: Path
     def read(ranges: list[tuple[int, int, int]], unmatched_only: bool) -> list[str]:
         titles = []
         for first, end, count in ranges:
-            got = [p.title for p in store.papers_between(first, end, unmatched_only=unmatched_only)]
+            got = [
+                p.title
+                for _seq, p in store.papers_between(first, end, unmatched_only=unmatched_only)
+            ]
             assert len(got) == count
             titles += got
         return titles
@@ -182,7 +184,7 @@ def test_ranges_of_papers_cover_each_paper_once_with_exact_counts(tmp_path: Path
     assert [count for _first, _end, count in waiting] == [5, 2]
     assert read(waiting, True) == [f"Paper {n}" for n in range(23, 30)]
     whole = store.papers_between(0, 10**9, unmatched_only=True)  # matched ones left out
-    assert [p.title for p in whole] == [f"Paper {n}" for n in range(23, 30)]
+    assert [(seq, p.title) for seq, p in whole] == [(n + 1, f"Paper {n}") for n in range(23, 30)]
     with store.transaction():
         store.mark_matched()
     assert store.seq_ranges(5, unmatched_only=True) == []
