@@ -341,8 +341,8 @@ class Store:
     def put_papers(
         self, papers: Sequence[tuple[int, Paper]], digest_hash: str, now: datetime
     ) -> dict[str, int]:
-        """Store a digest's (line, paper)s as put_paper() would one by one; return how many
-        were 'new', 'changed' and 'same'.
+        """Store a digest's (line, paper)s, each merged with what is known of it; return how
+        many were 'new', 'changed' and 'same'.
 
         Papers not known before are inserted with a statement for all of them: a first run
         over a big inbox is nearly all new papers, and one statement a paper is a third of
@@ -359,10 +359,10 @@ class Store:
             )
             known.update(pid for (pid,) in rows)
         new: list[Paper] = []
-        later: list[tuple[int, Paper]] = []
-        for line, paper in papers:
+        later: list[Paper] = []
+        for _line, paper in papers:
             if paper.paper_id in known:
-                later.append((line, paper))
+                later.append(paper)
             else:
                 known.add(paper.paper_id)  # a second time in this digest: merged, later
                 new.append(paper)
@@ -377,24 +377,21 @@ class Store:
             self.db.executemany(_TOUCH, [("paper", p.paper_id) for p in new])
             self.touch("topic", "all")
             counts["new"] = len(new)
-        for line, paper in later:
-            counts[self.put_paper(paper, digest_hash, line, now)] += 1
+        for paper in later:
+            counts[self._merge(paper, now)] += 1
         return counts
 
     def put_paper(self, paper: Paper, digest_hash: str, line: int, now: datetime) -> str:
         """Store a paper (merging with what is known); return 'new', 'changed' or 'same'."""
-        old = self.paper(paper.paper_id)
-        self.db.execute(
-            "INSERT OR IGNORE INTO sightings VALUES (?, ?, ?)", (paper.paper_id, digest_hash, line)
-        )
-        if old is None:
-            self.db.execute(_INSERT_PAPER, (*_paper_row(paper), _ts(now), _ts(now)))
-            # Its page and the `all` feed; a new paper is in no topic yet (see _touch_paper).
-            self.touch("paper", paper.paper_id)
-            self.touch("topic", "all")
-            return "new"
+        counts = self.put_papers([(line, paper)], digest_hash, now)
+        return next(status for status, n in counts.items() if n)
+
+    def _merge(self, paper: Paper, now: datetime) -> str:
+        """Merge what a digest says of a known paper into it; return 'changed' or 'same'."""
         from feeds.model import merge
 
+        old = self.paper(paper.paper_id)
+        assert old is not None  # known: put_papers looked
         merged = merge(old, paper)
         if merged == old:
             return "same"
