@@ -187,11 +187,14 @@ def sweep(root: Path, keep: Callable[[str], bool], *, papers: bool = False) -> i
         folder = root / d if d else root
         if not folder.is_dir():
             continue
-        for path in folder.iterdir():
-            rel = f"{d}/{path.name}" if d else path.name
-            stale_tmp = path.name.startswith(".") and path.name.endswith(".tmp")
-            managed = d and path.suffix in MANAGED_SUFFIXES and not path.name.startswith(".")
-            if stale_tmp or (managed and not keep(rel)):
-                path.unlink(missing_ok=True)
-                removed += 1
+        # scandir streams the entries: a listing of papers/ would hold a million names.
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                name = entry.name
+                rel = f"{d}/{name}" if d else name
+                stale_tmp = name.startswith(".") and name.endswith(".tmp")
+                managed = d and name.endswith(MANAGED_SUFFIXES) and not name.startswith(".")
+                if stale_tmp or (managed and not keep(rel)):
+                    Path(entry.path).unlink(missing_ok=True)
+                    removed += 1
     return removed
