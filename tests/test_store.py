@@ -21,6 +21,16 @@ def _paper(title: str) -> Paper:
     return Paper(paper_id=paper_id(title), title=title, authors=("A B",))
 
 
+def _stored(path: Path, papers: list[Paper]) -> Store:
+    """A state holding these papers (from digest d1), with nothing marked to publish."""
+    store = Store(path, NOW)
+    with store.transaction():
+        for n, paper in enumerate(papers):
+            store.put_paper(paper, "d1", n + 1, NOW)
+        store.clear_dirty()
+    return store
+
+
 def test_the_paper_count_survives_rolled_back_ingests(tmp_path: Path) -> None:
     store = Store(tmp_path / "state.sqlite3", NOW)
     assert store.paper_count() == 0
@@ -129,11 +139,7 @@ def test_memberships_of_a_first_build_are_the_same_as_added_one_by_one(tmp_path:
     rows += [(f"t{n % 5 + 7}", p.paper_id, n * 3 + 1, venue) for n, p in enumerate(papers[::3])]
 
     def state(bulk: bool) -> tuple[Any, ...]:
-        store = Store(tmp_path / f"{bulk}.sqlite3", NOW)
-        with store.transaction():
-            for n, p in enumerate(papers):
-                store.put_paper(p, "d1", n + 1, NOW)
-            store.clear_dirty()
+        store = _stored(tmp_path / f"{bulk}.sqlite3", papers)
         with store.transaction(), store.bulk_members() if bulk else contextlib.nullcontext():
             for start in range(0, len(rows), 9):  # in several batches, as a run adds them
                 store.add_members(rows[start : start + 9], NOW)
@@ -205,11 +211,8 @@ def test_a_digests_papers_stored_at_once_are_stored_as_one_by_one(tmp_path: Path
     ]
 
     def state(at_once: bool) -> tuple[Any, ...]:
-        store = Store(tmp_path / f"{at_once}.sqlite3", NOW)
+        store = _stored(tmp_path / f"{at_once}.sqlite3", before)
         with store.transaction():
-            for n, paper in enumerate(before):
-                store.put_paper(paper, "d1", n + 1, NOW)
-            store.clear_dirty()
             if at_once:
                 counts = store.put_papers(digest, "d2", NOW)
             else:
