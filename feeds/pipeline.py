@@ -89,10 +89,11 @@ def run(
     (`feeds watch`); `feeds run` takes files as they are.
     """
     s = config.settings
+    progress = progress or (lambda _msg: None)
     with exclusive(s.state, wait=lock_wait):
-        store = Store(s.state, now())
+        store = Store(s.state, now(), progress)
         try:
-            return _cycle(config, store, now(), progress or (lambda _msg: None), offline, settle)
+            return _cycle(config, store, now(), progress, offline, settle)
         finally:
             store.close()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -165,7 +165,10 @@ _RESIZE = (
 class Store:
     """A connection to the state database; one writer at a time (see feeds.lock)."""
 
-    def __init__(self, path: Path, now: datetime) -> None:
+    def __init__(
+        self, path: Path, now: datetime, progress: Callable[[str], None] = lambda _m: None
+    ) -> None:
+        """Open (or create) the state; `progress` hears of a long upgrade of an old one."""
         self.path = path
         self._files: dict[str, tuple[int, int]] | None = None  # see known_file
         self._into = "members"  # where add_members inserts (see bulk_members)
@@ -179,7 +182,7 @@ class Store:
             # keyed by paper id (random order), which at a million papers are far larger
             # than 2 MB and would be read from disk again and again.
             self.db.execute("PRAGMA cache_size=-65536")
-            self._migrate(now)
+            self._migrate(now, progress)
         except sqlite3.DatabaseError as e:
             raise StateError(f"cannot open the state database: {e}", file=str(path)) from e
 
@@ -247,7 +250,7 @@ class Store:
             if self.db.in_transaction:  # not if a failure (a full disk) rolled it back
                 self.db.execute("COMMIT")
 
-    def _migrate(self, now: datetime) -> None:
+    def _migrate(self, now: datetime, progress: Callable[[str], None]) -> None:
         with self.transaction():
             exists = self.db.execute(
                 "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
@@ -280,6 +283,7 @@ class Store:
                 )
                 self.set_meta("schema_version", "2")
             if version < 3:  # members_order covers paper_id (a few seconds a million rows)
+                progress("upgrading the state: rebuilding the index of topic memberships")
                 self.db.execute("DROP INDEX members_order")
                 self.db.execute(_MEMBER_INDEXES["members_order"])
                 self.set_meta("schema_version", "3")

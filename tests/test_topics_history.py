@@ -201,7 +201,11 @@ def test_a_state_from_before_the_covering_order_index_is_migrated(project: Path)
     db.execute("CREATE INDEX members_order ON members (topic_id, entered DESC, seq)")
     db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     db.close()
-    run(_config(project, AFTER), now=lambda: T0 + timedelta(days=1))
+    said: list[str] = []
+    run(_config(project, AFTER), now=lambda: T0 + timedelta(days=1), progress=said.append)
+    assert said[0] == "upgrading the state: rebuilding the index of topic memberships"
+    run(_config(project, AFTER), now=lambda: T0 + timedelta(days=2), progress=said.append)
+    assert said.count(said[0]) == 1  # once
     _sizes_are_exact(project)
     db = sqlite3.connect(project / "state.sqlite3")
     (sql,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'members_order'").fetchone()
