@@ -385,11 +385,6 @@ class Store:
             counts[self._merge(paper, now)] += 1
         return counts
 
-    def put_paper(self, paper: Paper, digest_hash: str, line: int, now: datetime) -> str:
-        """Store a paper (merging with what is known); return 'new', 'changed' or 'same'."""
-        counts = self.put_papers([(line, paper)], digest_hash, now)
-        return next(status for status, n in counts.items() if n)
-
     def _merge(self, paper: Paper, now: datetime) -> str:
         """Merge what a digest says of a known paper into it; return 'changed' or 'same'."""
         from feeds.model import merge

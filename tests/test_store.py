@@ -21,12 +21,18 @@ def _paper(title: str) -> Paper:
     return Paper(paper_id=paper_id(title), title=title, authors=("A B",))
 
 
+def _put(store: Store, paper: Paper, digest: str, line: int, now: datetime) -> str:
+    """Store one paper as a digest's only one; return 'new', 'changed' or 'same'."""
+    counts = store.put_papers([(line, paper)], digest, now)
+    return next(status for status, n in counts.items() if n)
+
+
 def _stored(path: Path, papers: list[Paper]) -> Store:
     """A state holding these papers (from digest d1), with nothing marked to publish."""
     store = Store(path, NOW)
     with store.transaction():
         for n, paper in enumerate(papers):
-            store.put_paper(paper, "d1", n + 1, NOW)
+            _put(store, paper, "d1", n + 1, NOW)
         store.clear_dirty()
     return store
 
@@ -36,18 +42,18 @@ def test_the_paper_count_survives_rolled_back_ingests(tmp_path: Path) -> None:
     assert store.paper_count() == 0
     with store.transaction():
         for n in range(3):
-            store.put_paper(_paper(f"Paper {n}"), "d1", n + 1, NOW)
+            _put(store, _paper(f"Paper {n}"), "d1", n + 1, NOW)
 
     def crash_halfway() -> None:  # a digest that fails after inserting a paper
         with store.transaction():
-            store.put_paper(_paper("Lost paper"), "d2", 1, NOW)
+            _put(store, _paper("Lost paper"), "d2", 1, NOW)
             raise RuntimeError("crash")
 
     with pytest.raises(RuntimeError):
         crash_halfway()
     with store.transaction():
-        store.put_paper(_paper("Paper 1"), "d3", 1, NOW)  # seen before: not a new paper
-        store.put_paper(_paper("Paper 9"), "d3", 2, NOW)
+        _put(store, _paper("Paper 1"), "d3", 1, NOW)  # seen before: not a new paper
+        _put(store, _paper("Paper 9"), "d3", 2, NOW)
     counted = store.db.execute("SELECT count(*) FROM papers").fetchone()[0]
     assert store.paper_count() == counted == 4
     store.close()
@@ -69,8 +75,8 @@ def test_topic_sizes_count_only_memberships_really_inserted(tmp_path: Path) -> N
     a, b = _paper("Paper A"), _paper("Paper B")
     hits = encode_hits((Hit("paper", "title"),))
     with store.transaction():
-        store.put_paper(a, "d1", 1, NOW)
-        store.put_paper(b, "d1", 2, NOW)
+        _put(store, a, "d1", 1, NOW)
+        _put(store, b, "d1", 2, NOW)
         store.add_members([("t1", a.paper_id, 1, hits), ("t2", a.paper_id, 1, hits)], NOW)
         # One already there: not inserted again, not counted again.
         store.add_members([("t1", a.paper_id, 1, hits), ("t1", b.paper_id, 2, hits)], NOW)
@@ -100,10 +106,10 @@ def test_a_batch_commits_by_weight_and_keeps_whole_transactions_when_it_fails(
 
     def digest(name: str, *, fail: bool = False) -> None:  # a digest of two papers
         with store.transaction():
-            store.put_paper(_paper(f"{name} one"), name, 1, NOW)
+            _put(store, _paper(f"{name} one"), name, 1, NOW)
             if fail:
                 raise RuntimeError("crash in the middle of a digest")
-            store.put_paper(_paper(f"{name} two"), name, 2, NOW)
+            _put(store, _paper(f"{name} two"), name, 2, NOW)
 
     def batch_that_fails() -> None:
         with store.batched(4) as batch:
@@ -122,7 +128,7 @@ def test_a_batch_commits_by_weight_and_keeps_whole_transactions_when_it_fails(
     assert _titles(path) == ["A one", "A two", "B one", "B two", "C one", "C two"]
     assert store.paper_count() == 6
     with store.transaction():  # the connection is usable again, out of any batch
-        store.put_paper(_paper("E one"), "E", 1, NOW)
+        _put(store, _paper("E one"), "E", 1, NOW)
     assert _titles(path)[-1] == "E one"
     store.close()
 
@@ -167,10 +173,10 @@ def test_ranges_of_papers_cover_each_paper_once_with_exact_counts(tmp_path: Path
     store = Store(tmp_path / "state.sqlite3", NOW)
     with store.transaction():
         for n in range(23):
-            store.put_paper(_paper(f"Paper {n}"), "d1", n + 1, NOW)
+            _put(store, _paper(f"Paper {n}"), "d1", n + 1, NOW)
         store.mark_matched()
         for n in range(23, 30):  # seven more, waiting to be matched
-            store.put_paper(_paper(f"Paper {n}"), "d2", n + 1, NOW)
+            _put(store, _paper(f"Paper {n}"), "d2", n + 1, NOW)
 
     def read(ranges: list[tuple[int, int, int]], unmatched_only: bool) -> list[str]:
         titles = []
@@ -218,7 +224,7 @@ def test_a_digests_papers_stored_at_once_are_stored_as_one_by_one(tmp_path: Path
             else:
                 counts = {"new": 0, "changed": 0, "same": 0}
                 for line, paper in digest:
-                    counts[store.put_paper(paper, "d2", line, NOW)] += 1
+                    counts[_put(store, paper, "d2", line, NOW)] += 1
         tables = [
             store.db.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
             for table in ("papers", "sightings", "dirty")
