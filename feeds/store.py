@@ -701,6 +701,21 @@ class Store:
         for (pid,) in rows:
             yield str(pid)
 
+    def topics_of(self, paper_ids: Iterable[str]) -> dict[str, set[str]]:
+        """Return the topics of these papers: {topic id: those of the papers in it}."""
+        ids = list(paper_ids)
+        found: dict[str, set[str]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.db.execute(
+                "SELECT topic_id, paper_id FROM members"
+                f" WHERE paper_id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            for tid, pid in rows:
+                found.setdefault(str(tid), set()).add(str(pid))
+        return found
+
     def ranks(self, topic_id: str, paper_ids: set[str]) -> set[int]:
         """Return the oldest-first positions in a topic of those of these papers that are
         in it. Each costs a count up to its position: for the few changed papers that are

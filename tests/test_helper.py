@@ -171,7 +171,7 @@ from feeds.store import Store
 state = Path(sys.argv[1])
 Store(state, datetime.now(UTC)).close()
 dirty = {k: set() for k in Store.DIRTY_KINDS}
-plan = Plan(state.parent, Site("t", "http://x/"), False, dirty, datetime.now(UTC), {}, {}, 10)
+plan = Plan(state.parent, Site("t", "http://x/"), False, dirty, {}, datetime.now(UTC), {}, {}, 10)
 with Helper(state, Publishing(plan)) as helper:
     helper.send(Pages())
     helper.answer()

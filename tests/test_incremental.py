@@ -4,6 +4,8 @@ and renders only what the state marked as changed."""
 from __future__ import annotations
 
 import shutil
+import sqlite3
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -175,6 +177,42 @@ def test_reading_lists_are_paged_and_old_pages_stay_put(project: Path) -> None:
         "utf-8"
     )
     assert (topics / "speculative-decoding" / "2.html").stat().st_mtime_ns == part2
+
+
+def test_a_topic_looks_up_the_places_of_its_own_changed_papers_only(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding the archive parts a changed paper is on costs a lookup or two per paper: a
+    topic must not ask about the new digest's papers that are not in it (a new digest's
+    ten papers in a hundred topics would be a thousand lookups)."""
+    from feeds.store import Store
+
+    run(_paged_config(project), now=lambda: T0)
+    asked: list[tuple[str, set[str]]] = []
+    ranks = Store.ranks
+
+    def spy(self: Store, topic_id: str, paper_ids: set[str]) -> set[int]:
+        asked.append((topic_id, set(paper_ids)))
+        return ranks(self, topic_id, paper_ids)
+
+    monkeypatch.setattr(Store, "ranks", spy)
+    # Two new papers of speculative decoding, one of hallucination only (but for ICML).
+    other = "\nFewer Hallucinations by Abstaining\n\n学会弃权以减少幻觉\n\nDana Wu\n"
+    (project / "seeds" / "003_new.txt").write_text(NEW_DIGEST + other, encoding="utf-8")
+    (project / "seeds" / "004_update.txt").write_text(
+        "ICML\n\nLK Losses: Direct Acceptance Rate Optimization for Speculative Decoding\n\n"
+        "Alexander Samarin\n\nComments Code: https://github.com/example/lk-losses\n",
+        encoding="utf-8",
+    )
+    run(_paged_config(project), now=lambda: T0 + timedelta(days=1))
+    with closing(sqlite3.connect(project / "state.sqlite3")) as db:
+        members = set(db.execute("SELECT topic_id, paper_id FROM members"))
+    assert asked  # topics with archive parts were told of changed papers
+    for topic_id, ids in asked:
+        assert {(topic_id, pid) for pid in ids} <= members, topic_id
+    # The updated paper is an old one of speculative-decoding: its part was looked up.
+    assert any(topic == "speculative-decoding" and ids for topic, ids in asked)
+    assert "hallucination" in {topic for topic, _ids in asked}  # it has parts, and changed
 
 
 def test_a_run_with_nothing_new_loads_only_what_it_needs(project: Path) -> None:

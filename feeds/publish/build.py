@@ -84,6 +84,7 @@ def _publish(
     from feeds.publish import render
     from feeds.publish.parts import (
         ALL,
+        CHANGED_LOOKUPS,
         Plan,
         Publishing,
         Topic,
@@ -96,8 +97,12 @@ def _publish(
 
     site = Site(title=s.site_title, base_url=s.base_url)
     titles = {t.id: t.title for t in config.topics}
-    plan = Plan(public, site, full, dirty, store.created(), store.member_counts(), titles,
-                s.page_size)  # fmt: skip
+    changed = dirty["paper"]
+    # Which topics hold the changed papers, looked up once: asking each topic about each
+    # changed paper would cost a new digest's hundred topics ten lookups apiece.
+    changed_in = store.topics_of(changed) if len(changed) <= CHANGED_LOOKUPS else None
+    plan = Plan(public, site, full, dirty, changed_in, store.created(), store.member_counts(),
+                titles, s.page_size)  # fmt: skip
     wanted = {t.id for t in config.topics}
 
     # Items are read for one feed at a time, as it is rendered, and let go after: a full

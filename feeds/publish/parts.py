@@ -32,6 +32,9 @@ class Plan:
     site: Site
     full: bool  # everything is rendered again; nothing is reused from the files
     dirty: dict[str, set[str]]  # what changed, by kind (see Store.dirty); empty when full
+    # The changed papers of each topic (Store.topics_of), when they are few enough to look
+    # up (see CHANGED_LOOKUPS); else None.
+    changed_in: dict[str, set[str]] | None
     created: datetime  # the state's: a feed with no items is as old as that
     counts: dict[str, int]  # members by topic
     titles: dict[str, str]  # of the current topics, by id: paper pages list them
@@ -55,6 +58,11 @@ class Pages:
 
 
 Part = Topic | Pages
+
+# Up to this many changed papers, their memberships are looked up once for the whole
+# publish (Plan.changed_in) and each topic finds the archive parts they are on by index;
+# above, each topic is read through once instead.
+CHANGED_LOOKUPS = 5000
 
 _TOPIC_WORK = 100  # a topic's files take about as long as a hundred paper pages
 
@@ -238,10 +246,10 @@ def _reading_list(plan: Plan, store: Store, view: FeedView, every: bool, out: Wr
         missing = {k for k in range(1, archives + 1) if f"{k}.html" not in there}
         # The part before a new one had the front page as its "newer" neighbour.
         stale |= missing | ({min(missing) - 1} - {0} if missing else set())
-        if 0 < len(dirty_papers) <= 5000:
+        if plan.changed_in is not None:
             # A changed paper of this topic is on an archive part unless it is on the front
             # page (new papers are): only those need their position looked up.
-            older = dirty_papers.difference(front_ids)
+            older = plan.changed_in.get(view.id, set()).difference(front_ids)
             stale |= {r // size + 1 for r in store.ranks(view.id, older) if r < archives * size}
         elif dirty_papers:  # many changed papers: one pass over the topic is cheaper
             for rank, pid in enumerate(store.topic_order(view.id)):
