@@ -179,6 +179,20 @@ def test_reading_lists_are_paged_and_old_pages_stay_put(project: Path) -> None:
     assert (topics / "speculative-decoding" / "2.html").stat().st_mtime_ns == part2
 
 
+def test_the_front_page_links_every_archive_part_newest_first(project: Path) -> None:
+    import re
+
+    public = project / "public"
+    run(_paged_config(project), now=lambda: T0)
+    page = (public / "topics" / "icml-2026.html").read_text("utf-8")
+    nav = re.search(r'<nav class="sub">Older papers: (.*)</nav>', page)
+    assert nav is not None
+    parts = sorted(int(p.stem) for p in (public / "topics" / "icml-2026").glob("*.html"))
+    assert parts == list(range(1, 30))  # 60 papers, two a page: 29 parts + the front page
+    newest_first = "".join(f'<a href="icml-2026/{k}.html">part {k}</a>' for k in parts[::-1])
+    assert nav[1] == newest_first
+
+
 def test_a_topic_looks_up_the_places_of_its_own_changed_papers_only(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
