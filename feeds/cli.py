@@ -16,6 +16,7 @@ import click
 from feeds import __version__
 from feeds.config import Config, load
 from feeds.errors import ConfigError, FeedsError, StateError
+from feeds.say import count
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 DEFAULT_SUBSCRIPTIONS = Path("config/subscriptions.yaml")
@@ -124,7 +125,7 @@ def _print_summary(summary: Any, config: Config, quiet: bool, offline: bool) -> 
     click.echo("new matches: " + (", ".join(gained) if gained else "none"))
     line = f"links: {s.links_found} new in digests"
     if s.lookups:
-        line += f", {s.links_looked_up} found by looking up {s.lookups} papers"
+        line += f", {s.links_looked_up} found by looking up {count(s.lookups, 'paper')}"
     if s.links_checked:
         counts = ", ".join(f"{n} {status}" for status, n in sorted(s.link_statuses.items()))
         line += f"; {s.links_checked} checked ({counts})"
@@ -133,8 +134,8 @@ def _print_summary(summary: Any, config: Config, quiet: bool, offline: bool) -> 
     click.echo(line)
     f = s.files
     click.echo(
-        f"published: {f.written} files written, {f.unchanged} unchanged, {f.removed} removed"
-        f" in {config.settings.public_dir}/"
+        f"published: {count(f.written, 'file')} written, {f.unchanged} unchanged,"
+        f" {f.removed} removed in {config.settings.public_dir}/"
     )
 
 
@@ -186,13 +187,13 @@ def check(
         doc = {"config": "ok", "papers": len(papers), "topics": [asdict(r) for r in reports]}
         click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
-    click.echo(f"{config.subscriptions_path}: ok, {len(config.topics)} topics")
+    click.echo(f"{config.subscriptions_path}: ok, {count(len(config.topics), 'topic')}")
     if not papers:
         click.echo("no stored papers yet: run `feeds run` to see what each topic matches")
         return
-    click.echo(f"against {len(papers)} stored papers:")
+    click.echo(f"against {count(len(papers), 'stored paper')}:")
     for r in reports:
-        click.echo(f"  {r.id}: {r.matches} papers")
+        click.echo(f"  {r.id}: {count(r.matches, 'paper')}")
         if not quiet:
             for title in r.examples:
                 click.echo(f"      {title[:90]}")

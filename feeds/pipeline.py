@@ -13,6 +13,7 @@ from feeds.ingest import Input, inbox_files, read_input
 from feeds.lock import exclusive
 from feeds.publish.build import publish
 from feeds.publish.write import WriteStats
+from feeds.say import count
 from feeds.store import Store, encode_hits
 
 if TYPE_CHECKING:
@@ -336,7 +337,8 @@ def _matched(store: Store, job: Matching, progress: Progress) -> Iterator[PaperM
     def begin(part: tuple[int, int, int]) -> None:
         nonlocal begun
         begun += part[2]
-        progress(f"matching: {begun:,} of {total:,} papers against {len(job.topics):,} topics")
+        topics = count(len(job.topics), "topic")
+        progress(f"matching: {begun:,} of {count(total, 'paper')} against {topics}")
 
     def here(part: tuple[int, int, int]) -> Matched:
         return job.run(store, part)

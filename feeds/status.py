@@ -8,6 +8,7 @@ from typing import Any
 from feeds.config import Config
 from feeds.errors import StateError
 from feeds.model import SourceState
+from feeds.say import count
 from feeds.sources import stale_reason
 from feeds.store import Store
 
@@ -66,7 +67,7 @@ def render_text(report: dict[str, Any]) -> str:
     lines.append("topics:")
     width = max((len(t) for t in report["topics"]), default=0)
     for topic_id, n in report["topics"].items():
-        lines.append(f"  {topic_id:<{width}}  {n} papers")
+        lines.append(f"  {topic_id:<{width}}  {count(n, 'paper')}")
     health = ", ".join(f"{n} {s}" for s, n in report["link_health"].items()) or "none"
     lines.append(f"links: {report['links']} ({health})")
     if report["lookups"]:
