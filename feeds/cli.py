@@ -170,28 +170,36 @@ def check(
     from feeds.check import check_topics
     from feeds.store import Store
 
+    show = sys.stderr.isatty() and not quiet and not as_json
+
+    def progress(n: int) -> None:
+        _progress(f"checking: {n:,} stored papers read")
+
     try:
         config = _config(subscriptions, settings, inbox, public, state)
-        papers = []
+        papers, reports = check_topics(config.topics, ())
         if config.settings.state.exists():
             store = Store(config.settings.state, datetime.now(UTC))
-            try:
-                papers = list(store.papers())
+            try:  # the papers are streamed: a long history does not fill memory
+                papers, reports = check_topics(
+                    config.topics, store.papers(), progress if show else lambda _n: None
+                )
             finally:
                 store.close()
     except FeedsError as e:
         _fail(e)
         return
-    reports = check_topics(config.topics, papers)
+    if show:
+        click.echo("\r\033[K", nl=False, err=True)
     if as_json:
-        doc = {"config": "ok", "papers": len(papers), "topics": [asdict(r) for r in reports]}
+        doc = {"config": "ok", "papers": papers, "topics": [asdict(r) for r in reports]}
         click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
     click.echo(f"{config.subscriptions_path}: ok, {count(len(config.topics), 'topic')}")
     if not papers:
         click.echo("no stored papers yet: run `feeds run` to see what each topic matches")
         return
-    click.echo(f"against {count(len(papers), 'stored paper')}:")
+    click.echo(f"against {count(papers, 'stored paper')}:")
     for r in reports:
         click.echo(f"  {r.id}: {count(r.matches, 'paper')}")
         if not quiet:
