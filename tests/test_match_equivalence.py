@@ -100,10 +100,6 @@ TERMS = ["llm", "LLM*", "ll", "扩散", "扩散 模型", "a-b", "a b", "é", "e"
 TERMS += ["$a", "I", "ï", "Éa", "模型LLM", "c++"]
 
 
-TERMS = ["llm", "LLM*", "ll", "扩散", "扩散 模型", "a-b", "a b", "é", "e", "c", "/l+m/", "ab*"]
-TERMS += ["$a", "I", "ï", "Éa", "模型LLM", "c++"]
-
-
 @settings(max_examples=300, deadline=None)
 @given(
     title=_text,
