@@ -8,9 +8,12 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
+from feeds import check
 from feeds.check import BROAD, EXAMPLES, TopicReport, check_topics
-from feeds.config import Topic, load_subscriptions
-from feeds.match import TopicMatcher, paper_fields
+from feeds.config import Criteria, Topic, load_subscriptions
+from feeds.match import Matcher, TopicMatcher, paper_fields
 from feeds.model import Paper
 from feeds.text import strip_accents
 from tests.test_match_equivalence import random_topics, seed_papers
@@ -66,6 +69,32 @@ def test_the_same_report_for_random_topic_sets() -> None:
         assert fast == straightforward(topics, papers), f"seed {seed}"
         assert any(r.matches for r in fast)
         assert any(r.unmatched_terms for r in fast)
+
+
+def test_the_same_report_when_the_matcher_drops_the_probes_it_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The matcher is built again along the way without the terms found so far: after 5
+    and 20 of the 60 papers here (after thousands in a real history)."""
+    built: list[int] = []
+    real = check.Matcher
+
+    def counting(topics: list[tuple[str, Criteria]]) -> Matcher:
+        built.append(len(topics))
+        return real(topics)
+
+    monkeypatch.setattr(check, "Matcher", counting)
+    monkeypatch.setattr(check, "REBUILD_AT", (5, 20))
+    papers = seed_papers()
+    for seed in range(15, 25):
+        built.clear()
+        topics = _topics(seed, 40)
+        assert check_topics(topics, iter(papers)) == (
+            len(papers),
+            straightforward(topics, papers),
+        ), f"seed {seed}"
+        assert len(built) == 3
+        assert built[0] > built[1] > built[2] >= len(topics)  # fewer probes each time
 
 
 def test_the_same_report_for_the_example_config_and_fewer_papers() -> None:
