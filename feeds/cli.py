@@ -173,18 +173,18 @@ def check(
     show = sys.stderr.isatty() and not quiet and not as_json
 
     def progress(n: int) -> None:
-        _progress(f"checking: {n:,} stored papers read")
+        if show:
+            _progress(f"checking: {n:,} stored papers read")
 
     try:
         config = _config(subscriptions, settings, inbox, public, state)
-        papers, reports = check_topics(config.topics, ())
+        store = None
         if config.settings.state.exists():
             store = Store(config.settings.state, datetime.now(UTC))
-            try:  # the papers are streamed: a long history does not fill memory
-                papers, reports = check_topics(
-                    config.topics, store.papers(), progress if show else lambda _n: None
-                )
-            finally:
+        try:  # the papers are streamed: a long history does not fill memory
+            papers, reports = check_topics(config.topics, store.papers() if store else (), progress)
+        finally:
+            if store is not None:
                 store.close()
     except FeedsError as e:
         _fail(e)

@@ -162,6 +162,14 @@ _RESIZE = (
 )
 
 
+def _chunks(ids: Sequence[str]) -> Iterator[tuple[Sequence[str], str]]:
+    """Yield the ids 500 at a time, each chunk with the `(?,?,...)` of its IN clause (SQLite's
+    limit on parameters is generous; one query a chunk, not one an id)."""
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        yield chunk, f"({','.join('?' * len(chunk))})"
+
+
 class Store:
     """A connection to the state database; one writer at a time (see feeds.lock)."""
 
@@ -355,12 +363,8 @@ class Store:
         counts = {"new": 0, "changed": 0, "same": 0}
         ids = [paper.paper_id for _line, paper in papers]
         known: set[str] = set()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows = self.db.execute(
-                f"SELECT paper_id FROM papers WHERE paper_id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
+        for chunk, among in _chunks(ids):
+            rows = self.db.execute(f"SELECT paper_id FROM papers WHERE paper_id IN {among}", chunk)
             known.update(pid for (pid,) in rows)
         new: list[Paper] = []
         later: list[Paper] = []
@@ -705,12 +709,9 @@ class Store:
         """Return the topics of these papers: {topic id: those of the papers in it}."""
         ids = list(paper_ids)
         found: dict[str, set[str]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
+        for chunk, among in _chunks(ids):
             rows = self.db.execute(
-                "SELECT topic_id, paper_id FROM members"
-                f" WHERE paper_id IN ({','.join('?' * len(chunk))})",
-                chunk,
+                f"SELECT topic_id, paper_id FROM members WHERE paper_id IN {among}", chunk
             )
             for tid, pid in rows:
                 found.setdefault(str(tid), set()).add(str(pid))
@@ -769,11 +770,9 @@ class Store:
     def member_rows(self, topic_id: str, paper_ids: Sequence[str]) -> dict[str, ListRow]:
         """Return the reading-list rows of some of a topic's papers, by paper id."""
         found: dict[str, ListRow] = {}
-        for start in range(0, len(paper_ids), 500):
-            chunk = paper_ids[start : start + 500]
+        for chunk, among in _chunks(paper_ids):
             rows = self.db.execute(
-                _ROWS + f" WHERE m.topic_id = ? AND m.paper_id IN ({','.join('?' * len(chunk))})",
-                (topic_id, *chunk),
+                _ROWS + f" WHERE m.topic_id = ? AND m.paper_id IN {among}", (topic_id, *chunk)
             )
             found.update((row[0], row) for row in rows)
         return found
@@ -823,11 +822,9 @@ class Store:
     ) -> dict[str, tuple[Paper, datetime, tuple[Hit, ...]]]:
         """Return some of a topic's papers with their entry dates and hits, by paper id."""
         found = {}
-        for start in range(0, len(paper_ids), 500):
-            chunk = paper_ids[start : start + 500]
+        for chunk, among in _chunks(paper_ids):
             rows = self.db.execute(
-                _ITEMS + f" WHERE m.topic_id = ? AND m.paper_id IN ({','.join('?' * len(chunk))})",
-                (topic_id, *chunk),
+                _ITEMS + f" WHERE m.topic_id = ? AND m.paper_id IN {among}", (topic_id, *chunk)
             )
             for row in rows:
                 found[row[0]] = (_paper_from(row[:-2]), parse_ts(row[-2]), _hits(row[-1]))
@@ -846,14 +843,12 @@ class Store:
 
         ids = list(paper_ids)
         found: dict[str, list[Link]] = {pid: [] for pid in ids}
-        for start in range(0, len(ids), 500):  # SQLite's limit on parameters is generous
-            chunk = ids[start : start + 500]
+        for chunk, among in _chunks(ids):
             rows = self.db.execute(
                 "SELECT l.paper_id, l.url, l.kind, l.source, coalesce(c.status, 'unchecked'),"
                 " c.final_url, c.http_status, c.note FROM links l"
                 " LEFT JOIN url_checks c ON c.url = l.url"
-                f" WHERE l.paper_id IN ({','.join('?' * len(chunk))})"
-                " ORDER BY l.paper_id, l.position",
+                f" WHERE l.paper_id IN {among} ORDER BY l.paper_id, l.position",
                 chunk,
             )
             for pid, *link in rows:
