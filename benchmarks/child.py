@@ -9,6 +9,8 @@ renders the next ones (feeds.publish.write.Writer), so writing is not all lost t
 run waits while it writes a small file itself, when the thread falls behind, at the end,
 and for the sync. These go to stderr after the
 command's own output: `write-seconds <float>`, `wait-seconds <float>`, `peak-kb <int>`.
+With BENCH_REPLACED=<file> in the environment, the run (and a helper) also adds to it the
+paths of the files it put in place, a line each (for the floor of a new digest's writes).
 
 A big match or publish does some of its parts in a helper process (feeds.helper); it is
 started through this script too, and reports its own `helper-write-seconds` and
@@ -25,6 +27,7 @@ from typing import Any
 
 SPENT = [0.0]  # in the system calls that write files (the writer's thread, and the sync)
 WAITED = [0.0]  # the run's own thread, waiting for the writer (a full queue, the end, sync)
+REPLACED: list[str] = []  # the files put in place, when BENCH_REPLACED asks for them
 
 
 def _timed(fn: Callable[..., Any], into: list[float] = SPENT) -> Callable[..., Any]:
@@ -38,15 +41,28 @@ def _timed(fn: Callable[..., Any], into: list[float] = SPENT) -> Callable[..., A
     return wrapper
 
 
+def _recorded(replace: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(src: Any, dst: Any, *args: Any, **kwargs: Any) -> Any:
+        REPLACED.append(os.fspath(dst))
+        return replace(src, dst, *args, **kwargs)
+
+    return wrapper
+
+
 def main() -> None:
     for name in ("open", "write", "fchmod", "close", "replace", "sync"):
         setattr(os, name, _timed(getattr(os, name)))
+    record = os.environ.get("BENCH_REPLACED")
+    if record:
+        os.replace = _recorded(os.replace)
     from feeds import helper
 
     if sys.argv[1:2] == ["--helper"]:
         try:
             helper._main(int(sys.argv[2]))
         finally:
+            if record:
+                _save(record)
             print(f"helper-write-seconds {SPENT[0]:.3f}", file=sys.stderr)
             print(f"helper-peak-kb {_peak_kb()}", file=sys.stderr)
         return
@@ -62,9 +78,17 @@ def main() -> None:
     try:
         cli(sys.argv[1:])
     finally:
+        if record:
+            _save(record)
         print(f"write-seconds {SPENT[0]:.3f}", file=sys.stderr)
         print(f"wait-seconds {WAITED[0]:.3f}", file=sys.stderr)
         print(f"peak-kb {_peak_kb()}", file=sys.stderr)
+
+
+def _save(record: str) -> None:
+    """Add the paths of the files put in place to the file `record` (a helper adds its own)."""
+    with open(record, "a") as f:
+        f.writelines(path + "\n" for path in REPLACED)
 
 
 def _peak_kb() -> int:

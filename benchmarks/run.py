@@ -67,18 +67,25 @@ def timed(fn, *args):  # type: ignore[no-untyped-def]
     return result, time.perf_counter() - start
 
 
-def feeds_run(work: Path, *, measured: bool = True) -> tuple[float, str, float, float]:
+def feeds_run(
+    work: Path, *, measured: bool = True, replaced: Path | None = None
+) -> tuple[float, str, float, float]:
     """Run `feeds run` in a child process: (wall seconds, its peak memory ("N MB"), seconds
     spent writing files, seconds the run waited for the writing). `measured` runs it
     through benchmarks/child.py, which reports the last three; otherwise the child is the
-    plain command (for start-up timings) and they are 0."""
+    plain command (for start-up timings) and they are 0. A measured run lists the files it
+    put in place in `replaced`, when given."""
+    env = dict(os.environ)
+    if replaced is not None:
+        replaced.unlink(missing_ok=True)
+        env["BENCH_REPLACED"] = str(replaced)
     if measured:
         cmd = [sys.executable, str(ROOT / "benchmarks" / "child.py")]
     else:
         cmd = [sys.executable, "-m", "feeds"]
     cmd += ["run", "--offline", "--quiet", "--json", "--inbox", "inbox"]
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - start
     err = proc.stderr.decode()
     if proc.returncode not in (0, 3):
@@ -121,9 +128,100 @@ def fs_floor(sizes: list[int], folder: Path) -> float:
     return time.perf_counter() - start
 
 
+def rewrite_floor(paths: list[Path], folder: Path) -> float:
+    """Seconds to replace files of these files' sizes by temp file + rename, and sync: what
+    re-writing them costs the file system alone (it frees each old file's blocks too).
+    The files to replace are made first, untimed, in `folder`."""
+    sizes = [p.stat().st_size for p in paths]
+    folder.mkdir(parents=True)
+    for i, size in enumerate(sizes):
+        (folder / f"f{i}.html").write_bytes(b"y" * size)
+    os.sync()
+    start = time.perf_counter()
+    for i, size in enumerate(sizes):
+        tmp = folder / f".f{i}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(b"x" * size)
+        os.replace(tmp, folder / f"f{i}.html")
+    os.sync()
+    return time.perf_counter() - start
+
+
+# The libraries a run imports whatever our code does: a no-op run's (the command line, the
+# state, the standard library's dataclasses and paths), and those of a run that matches
+# and publishes (the automaton, the templates, feedgen: the issue names it as the feed
+# writer). Their import time is a floor of the run's start-up.
+NOOP_LIBRARIES = "click, sqlite3, dataclasses, pathlib, json, datetime"
+RUN_LIBRARIES = NOOP_LIBRARIES + ", ahocorasick, jinja2, feedgen.feed"
+
+
+def bare_parse(blobs: list[tuple[str, bytes]]) -> tuple[int, float]:
+    """(papers, seconds) for the least a parser of this format does in CPython: decode
+    each file, find each record with one match of the parser's own expression for a
+    record, hash its title (SHA-1, as paper ids are) and make its Paper. No splitting of
+    authors or institutions, no normalized title, no checks: a floor, not a parser."""
+    import hashlib
+
+    from feeds import digest
+
+    record, head, sha1 = digest._RECORD.match, digest._HEAD.match, hashlib.sha1
+    papers = 0
+    start = time.perf_counter()
+    for _name, blob in blobs:
+        text = blob.decode("utf-8")
+        venue = head(text)
+        pos = venue.end() if venue else 0
+        while m := record(text, pos):
+            title, title_zh, names, authors, _inst, summary, comments, journal_ref = m.groups()
+            Paper(
+                sha1(title.encode()).hexdigest()[:16],
+                title,
+                title_zh,
+                (names or authors,),
+                (),
+                summary,
+                comments,
+                journal_ref,
+                venue and venue["venue"],
+            )
+            papers += 1
+            pos = m.end()
+    return papers, time.perf_counter() - start
+
+
+def store_floor(papers: list[Paper], folder: Path) -> float:
+    """Seconds to store these papers' fields as rows of a fresh SQLite table keyed by paper
+    id, in one transaction: the least a run does to keep what it parsed. (Per row, a sample
+    is a low estimate of a big table: its index outgrows the page cache.)"""
+    import sqlite3
+
+    folder.mkdir(parents=True)
+    db = sqlite3.connect(folder / "floor.sqlite")
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("CREATE TABLE papers (seq INTEGER PRIMARY KEY, paper_id TEXT UNIQUE, a, b, c, d)")
+    rows = [
+        (
+            f"{i:016x}",  # a sample repeats no paper, but its ids must be unique anyway
+            p.title + (p.title_zh or ""),
+            "; ".join(p.authors),
+            "; ".join(i.name for i in p.institutions),
+            (p.summary or "") + (p.comments or "") + (p.journal_ref or "") + (p.venue or ""),
+        )
+        for i, p in enumerate(papers)
+    ]
+    start = time.perf_counter()
+    with db:
+        db.executemany("INSERT INTO papers (paper_id, a, b, c, d) VALUES (?, ?, ?, ?, ?)", rows)
+    seconds = time.perf_counter() - start
+    db.close()
+    shutil.rmtree(folder)
+    return seconds
+
+
 def match_phase(
     args: argparse.Namespace, pairs: list[tuple[str, Criteria]], papers: list[Paper]
-) -> None:
+) -> float:
+    """Print the match rates; return the floor's seconds a paper."""
     terms = sum(len(c.any) + sum(map(len, c.all)) + len(c.none) for _t, c in pairs)
     sample = random.Random(1).sample(papers, min(args.match_papers, len(papers)))
     matcher, build_s = timed(Matcher, pairs)
@@ -148,6 +246,7 @@ def match_phase(
     print(f"  floor as measured before {before_rate:>10,.0f} papers/s"
           f"  -> fast is {before_rate / fast_rate:.1f}x slower")  # fmt: skip
     del sample, naive, matcher, slow_matchers
+    return 1 / floor_rate
 
 
 def scan_floor(pairs: list[tuple[str, Criteria]], sample: list[Paper]) -> float:
@@ -189,7 +288,9 @@ def fold_floor(terms: int, sample: list[Paper]) -> float:
     return time.perf_counter() - start
 
 
-def full_phase(work: Path, inbox: Path) -> None:
+def full_phase(work: Path, inbox: Path, floors: dict[str, float]) -> None:
+    """Time a full build, new digests and no-op runs. `floors`: the floors of the build's
+    steps measured before (what, seconds for all the papers), added up as its floor."""
     # As an installed package would be: compiled once (this environment may not write
     # bytecode itself, and compiling on every start is not what a user pays).
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "feeds")], check=True)
@@ -203,6 +304,9 @@ def full_phase(work: Path, inbox: Path) -> None:
     # the run is the time it waited for it, not the writer's own time.
     print(f"  everything but writing: {wall - waited:.1f}s (the wall time but the "
           f"{waited:.1f}s it waited for the writer)")  # fmt: skip
+    if floors:
+        parts = " + ".join(f"{what} {seconds:.1f}s" for what, seconds in floors.items())
+        print(f"    its floor: {sum(floors.values()):.1f}s = {parts}, rendering not counted")
     print(f"  writing files:          {writing:.1f}s "
           f"({writing / len(sizes) * 1e6:.0f} us/file, beside the rendering)")  # fmt: skip
     per_file = floor_w / len(sizes) * 1e6
@@ -211,21 +315,29 @@ def full_phase(work: Path, inbox: Path) -> None:
 
     # incremental and no-op. One new digest after another, each run timed: a single run
     # cannot tell a tenth apart on a shared machine, whose speed drifts within minutes.
-    incs, inc_peaks = [], []
+    incs, inc_peaks, rewrites, rewritten = [], [], [], []
     for n in range(INCREMENTS):
         write_digests(work / "new", 10, 10, 99 + n)
         for f in sorted((work / "new").glob("*.txt")):
             shutil.move(f, inbox / f"zz-new-{n}-{f.name}")
-        inc, inc_peak, _, _ = feeds_run(work)  # measured: start-up counts, hooks ~1 ms
+        listed = work / "replaced.txt"
+        # measured: start-up counts, hooks ~1 ms
+        inc, inc_peak, _, _ = feeds_run(work, replaced=listed)
         incs.append(inc)
         inc_peaks.append(inc_peak)
+        paths = [work / line for line in listed.read_text().splitlines()]
+        rewrites.append(rewrite_floor(paths, work / "rewrite-floor" / str(n)))
+        rewritten.append(sum(p.stat().st_size for p in paths) / 1e6)
     _, noop_peak, _, _ = feeds_run(work)
     # Each no-op run next to a `python -c pass`, so that both see the same machine: a shared
     # one's start-up time drifts by a third within the hour.
     noops, passes = [], []
+    noop_libs, run_libs = [], []
     for _ in range(11):
         noops.append(feeds_run(work, measured=False)[0])
         passes.append(_wall([sys.executable, "-c", "pass"]))
+        noop_libs.append(_wall([sys.executable, "-c", f"import {NOOP_LIBRARIES}"]))
+        run_libs.append(_wall([sys.executable, "-c", f"import {RUN_LIBRARIES}"]))
     noop, python_s = statistics.median(noops), statistics.median(passes)
     import_s = statistics.median(
         _wall([sys.executable, "-c", "import feeds.cli"]) for _ in range(5)
@@ -234,14 +346,22 @@ def full_phase(work: Path, inbox: Path) -> None:
     print(f"\nnew 10-paper digest: {inc * 1000:.0f} ms wall, median of {len(incs)} "
           f"({min(incs) * 1000:.0f}–{max(incs) * 1000:.0f} ms; peak "
           f"{max(inc_peaks, key=lambda p: int(p.split()[0]))})")  # fmt: skip
+    files = len(paths)
+    print(f"  floors: importing the libraries it uses ({RUN_LIBRARIES}) "
+          f"{statistics.median(run_libs) * 1000:.0f} ms; the file system replacing as many "
+          f"files of the same sizes as it put in place (the last run: {files:,} files, "
+          f"{rewritten[-1]:.1f} MB) by temp file + rename, and the sync, "
+          f"{statistics.median(rewrites) * 1000:.0f} ms, median of {len(rewrites)}")  # fmt: skip
     print(f"no-op run:           {noop * 1000:.0f} ms wall, median of 11 "
           f"(fastest {min(noops) * 1000:.0f} ms; peak {noop_peak})")  # fmt: skip
     print(f"  baselines: `python -c pass` {python_s * 1000:.0f} ms (run between the no-op runs: "
           f"they take {(noop - python_s) * 1000:.0f} ms more), "
-          f"`import feeds.cli` {import_s * 1000:.0f} ms")  # fmt: skip
+          f"`import feeds.cli` {import_s * 1000:.0f} ms, importing the libraries a no-op "
+          f"needs ({NOOP_LIBRARIES}) {statistics.median(noop_libs) * 1000:.0f} ms")  # fmt: skip
     # Only now: deleting as many files as the build wrote keeps the file system busy for a
     # while (discards), which would slow the runs timed above.
     shutil.rmtree(work / "fs-floor")
+    shutil.rmtree(work / "rewrite-floor")
 
 
 def _wall(cmd: list[str]) -> float:
@@ -291,6 +411,7 @@ def main() -> None:
     print(f"generated {len(files)} digests in {gen:.1f}s")
 
     # -- parse ---------------------------------------------------------------------------
+    floors: dict[str, float] = {}  # of a full build: what, seconds for all the papers
     blobs = [(f.name, f.read_bytes()) for f in files]
     # Papers are parsed and dropped, as a run streams them; every step-th is kept for the
     # match phase. (Keeping a million would time the garbage collector walking them all.)
@@ -308,18 +429,28 @@ def main() -> None:
     lines = sum(len(blob.decode("utf-8").split("\n")) for _name, blob in blobs)
     floor_s = time.perf_counter() - start
     if "parse" in phases:
+        bare, bare_s = bare_parse(blobs)
+        floors["parsing at the bare-parse rate"] = bare_s * parsed / bare
         print(f"\nparse:  {rate(parsed, parse_s)} papers "
               f"({parse_s:.2f}s; floor decode+split {floor_s:.2f}s, {lines:,} lines: "
               f"x{parse_s / floor_s:.1f} the floor)")  # fmt: skip
+        print(f"  bare parse {rate(bare, bare_s)} papers ({bare:,} papers in {bare_s:.2f}s: "
+              "decoding, one match per record, its title's SHA-1 and a Paper; "
+              f"parsing is x{parse_s / bare_s * bare / parsed:.1f} that)")  # fmt: skip
     del blobs
 
     if "match" in phases:
         topics = load_subscriptions(config / "subscriptions.yaml")
-        match_phase(args, [(t.id, t.criteria) for t in topics], papers)
+        per_paper = match_phase(args, [(t.id, t.criteria) for t in topics], papers)
+        floors["matching at the match floor"] = per_paper * parsed
+    if "full" in phases:
+        sample = papers[: args.match_papers]
+        seconds = store_floor(sample, work / "store-floor") * parsed / len(sample)
+        floors[f"storing the rows in SQLite ({len(sample):,} rows, scaled)"] = seconds
     del papers
 
     if "full" in phases:
-        full_phase(work, inbox)
+        full_phase(work, inbox, floors)
     if not args.keep:
         shutil.rmtree(work)
 
