@@ -118,7 +118,9 @@ def fs_floor(sizes: list[int], folder: Path) -> float:
     """Seconds to create files of these sizes by temp file + rename (no fsync), as we do;
     over files of the same names, when `folder` already holds them."""
     folder.mkdir(parents=True, exist_ok=True)
-    os.sync()  # the build's own writes out first: it too started with nothing to write back
+    # What was written before (the build, or the files to be replaced) out first: the run
+    # timed against this floor too started with nothing to write back.
+    os.sync()
     start = time.perf_counter()
     for i, size in enumerate(sizes):
         tmp = folder / f".f{i}.tmp"
