@@ -225,10 +225,15 @@ def _result(
     source: str,
 ) -> ParsedDigest:
     if not papers:
-        reason = "no paper records found"
+        # Said without quoting the file: what is not a digest may be anything (a secret
+        # that a link in the inbox points to), and the message goes to logs and mails.
+        reason = "not a digest: no paper records found"
         if diagnostics:
-            reason += f" ({len(diagnostics)} problems; first: line {diagnostics[0].line}: "
-            reason += f"{diagnostics[0].message})"
+            blocks = "block of text" if len(diagnostics) == 1 else "blocks of text"
+            reason += (
+                f" ({len(diagnostics)} {blocks} could not be read as papers,"
+                f" the first at line {diagnostics[0].line})"
+            )
         raise DigestRejected(reason, file=source)
     return ParsedDigest(venue=venue, papers=tuple(papers), diagnostics=tuple(diagnostics))
 

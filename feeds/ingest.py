@@ -17,14 +17,23 @@ if TYPE_CHECKING:
 _PARTIAL_SUFFIXES = (".tmp", ".part", "~")
 
 
+def shown(path: str) -> str:
+    """Return a path as it can be printed and stored as text: a file name that is not UTF-8
+    (os.fsdecode gives its bytes as lone surrogates) with those bytes escaped (`zz\\xff.txt`)."""
+    if path.isascii():
+        return path
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 @dataclass(frozen=True)
 class Input:
-    name: str  # how the user knows it: the path as found, or the URL
+    name: str  # how the user knows it: the path as found (see shown), or the URL
     content: bytes
     # For a remote source: its new state (validators), stored only together with the
     # digest, so that a crash in between cannot leave a "not modified" with nothing ingested.
     source: SourceState | None = None
     stamp: tuple[int, int] | None = None  # a file's (size, mtime_ns) when it was read
+    path: str | None = None  # an inbox file's path as the file system gives it
 
     @property
     def digest_hash(self) -> str:
@@ -45,7 +54,7 @@ def inbox_files(folders: Iterable[Path]) -> Iterator[str]:
     """
     for folder in folders:
         if not folder.is_dir():
-            raise DigestRejected("inbox folder does not exist", file=str(folder))
+            raise DigestRejected("inbox folder does not exist", file=shown(str(folder)))
         # scandir: the listing says which entries are files, without a stat each; and
         # paths as strings: a year of digests is thousands of files, listed by every run.
         with os.scandir(folder) as entries:
@@ -76,9 +85,9 @@ def read_input(
             content = f.read()
         after = os.stat(path)
     except OSError as e:
-        raise DigestRejected(f"cannot read: {e.strerror}", file=str(path)) from e
+        raise DigestRejected(f"cannot read: {e.strerror}", file=shown(path)) from e
     if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or len(
         content
     ) != after.st_size:
         return (time.time() if now is None else now) + max(settle, 1.0)
-    return Input(path, content, stamp=(after.st_size, after.st_mtime_ns))
+    return Input(shown(path), content, stamp=(after.st_size, after.st_mtime_ns), path=path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Literal
 
@@ -103,6 +103,49 @@ def _combine(old: str | None, new: str | None) -> str | None:
     if old in new:
         return new
     return f"{old} | {new}"
+
+
+def other_authors(old: Paper, new: Paper) -> bool:
+    """Return True when two records with one title name no author in common: two papers
+    under one title (a true collision), not one paper seen twice."""
+    from feeds.text import person_key
+
+    if not old.authors or not new.authors:
+        return False
+    return not {person_key(a) for a in old.authors} & {person_key(a) for a in new.authors}
+
+
+def _text(value: object) -> str | None:
+    """Return a field as the digest wrote it, near enough to tell whether it was cut short."""
+    if isinstance(value, tuple):
+        return ", ".join(
+            f"{v.name}（{v.name_zh}）" if isinstance(v, Institution) and v.name_zh else
+            v.name if isinstance(v, Institution) else str(v)
+            for v in value
+        )  # fmt: skip
+    return value if isinstance(value, str) else None
+
+
+def _cut_short(old: str | None, new: str | None) -> bool:
+    """Return True when `old` is the start of `new`: a field read from a file that was
+    still being written (a summary cut mid-sentence, `authors: [..., 'Ann Be']`)."""
+    return bool(old and new and old != new and new.startswith(old))
+
+
+def reread(old: Paper, new: Paper, *, only_there: bool) -> Paper:
+    """Return a paper after the file it was read from was read again, changed (it was
+    being written the first time): the new reading replaces what the first one gave.
+
+    `only_there`: no other digest holds the paper, so everything known of it came from that
+    file, and the new reading is all of it. Otherwise a field is replaced only where the
+    stored value is the start of the new one (the first reading cut it short), and the rest
+    merges as any later digest does: nothing another digest gave is lost.
+    """
+    if only_there:
+        return replace(new, paper_id=old.paper_id)
+    fuller = {f.name: getattr(new, f.name) for f in fields(new)
+              if _cut_short(_text(getattr(old, f.name)), _text(getattr(new, f.name)))}  # fmt: skip
+    return merge(replace(old, **fuller), new)
 
 
 def merge(old: Paper, new: Paper) -> Paper:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from feeds.config import Config
 from feeds.errors import DigestRejected
-from feeds.ingest import Input, inbox_files, read_input
+from feeds.ingest import Input, inbox_files, read_input, shown
 from feeds.lock import exclusive
 from feeds.publish.build import publish
 from feeds.publish.write import WriteStats
@@ -19,7 +20,7 @@ from feeds.store import Store, encode_hits
 if TYPE_CHECKING:
     from feeds.config import Criteria
     from feeds.match import Matcher
-    from feeds.model import Diagnostic, Hit, ParsedDigest
+    from feeds.model import Diagnostic, Hit, Paper, ParsedDigest
 
 Progress = Callable[[str], None]
 
@@ -123,21 +124,21 @@ def _inputs(
         try:
             paths = list(inbox_files([folder]))
         except DigestRejected as e:
-            got.rejected.append(Rejection(e.file or str(folder), e.message))
+            got.rejected.append(Rejection(e.file or shown(str(folder)), e.message))
             continue
         for path in paths:
             try:
                 # Settling is judged on the real clock, like the files' modification times.
                 result = read_input(path, settle, None, store.known_file)
             except DigestRejected as e:
-                got.rejected.append(Rejection(e.file or path, e.message))
+                got.rejected.append(Rejection(e.file or shown(path), e.message))
                 continue
             if result is None:
                 got.unchanged += 1
             elif isinstance(result, Input):
                 yield result
             else:
-                got.deferred.append(path)
+                got.deferred.append(shown(path))
                 got.retry_at = min(result, got.retry_at or result)
     if s.sources and not offline:
         from feeds.remote import fetch_sources  # the network stack, only when used
@@ -233,14 +234,21 @@ def _ingest(
             _remember(store, item, h)
         rejected.append(Rejection(item.name, e.message))
         return None
+    # An inbox file read before with other content: read then while being written, or
+    # edited since. This reading replaces that one's (see Store.put_papers).
+    replaces = store.file_digest(item.path) if item.path is not None else None
     with store.transaction():  # a digest is ingested whole or not at all
         _remember(store, item, h)
-        for result, n in store.put_papers(parsed.papers, h, now).items():
+        stored = store.put_papers(parsed.papers, h, now, replaces=replaces)
+        for result, n in stored.counts.items():
             counts[result] = counts.get(result, 0) + n
         for _line, paper in parsed.papers:
             counts["links"] += store.add_links(
-                paper.paper_id, extract_links(paper.comments, paper.journal_ref)
+                paper.paper_id,
+                extract_links(paper.comments, paper.journal_ref),
+                only=paper.paper_id in stored.reread_alone,
             )
+        problems = (*parsed.diagnostics, *map(partial(_collision, item.name), stored.collisions))
         store.add_digest(
             h,
             item.name,
@@ -248,18 +256,37 @@ def _ingest(
             status="ok",
             venue=parsed.venue,
             papers=len(parsed.papers),
-            diagnostics=parsed.diagnostics,
+            diagnostics=problems,
         )
     counts["digests"] += 1
-    return parsed
+    return replace(parsed, diagnostics=problems) if stored.collisions else parsed
+
+
+def _collision(name: str, found: tuple[int, Paper, Paper]) -> Diagnostic:
+    """Return the problem of a record whose title is a stored paper's, by other authors."""
+    from feeds.model import Diagnostic
+
+    line, stored, record = found
+    return Diagnostic(
+        name,
+        line,
+        f"same title as paper {stored.paper_id} ({_first_authors(stored)}), but by other"
+        f" authors ({_first_authors(record)}): kept as one paper, with the authors,"
+        " institutions and summary that were stored first",
+    )
+
+
+def _first_authors(paper: Paper) -> str:
+    more = " et al." if len(paper.authors) > 2 else ""
+    return ", ".join(paper.authors[:2]) + more
 
 
 def _remember(store: Store, item: Input, digest_hash: str) -> None:
     """Record that an input was handled, in the same transaction as its digest."""
     if item.source:
         store.put_source(item.source)
-    if item.stamp:
-        store.put_file(item.name, *item.stamp, digest_hash)
+    if item.path is not None and item.stamp:
+        store.put_file(item.path, *item.stamp, digest_hash)
 
 
 def _match(

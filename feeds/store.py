@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 # A reading-list row: (paper_id, title, title_zh, venue, entered timestamp, hits as JSON).
 ListRow = tuple[str, str, str | None, str | None, str, str]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # The secondary indexes of memberships, by name: part of the schema, and dropped and made
 # again around a first build's inserts (see Store.bulk_members).
@@ -162,6 +164,18 @@ _RESIZE = (
 )
 
 
+def _file_key(path: str) -> str | bytes:
+    """Return how the files table knows a path: as text, or, for a name that is not UTF-8
+    (lone surrogates, see os.fsdecode), as its bytes: a blob, which equals no text."""
+    if path.isascii():
+        return path
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
 def _chunks(ids: Sequence[str]) -> Iterator[tuple[Sequence[str], str]]:
     """Yield the ids 500 at a time, each chunk with the `(?,?,...)` of its IN clause (SQLite's
     limit on parameters is generous; one query a chunk, not one an id)."""
@@ -178,7 +192,7 @@ class Store:
     ) -> None:
         """Open (or create) the state; `progress` hears of a long upgrade of an old one."""
         self.path = path
-        self._files: dict[str, tuple[int, int]] | None = None  # see known_file
+        self._files: dict[str | bytes, tuple[int, int]] | None = None  # see known_file
         self._into = "members"  # where add_members inserts (see bulk_members)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -295,6 +309,28 @@ class Store:
                 self.db.execute("DROP INDEX members_order")
                 self.db.execute(_MEMBER_INDEXES["members_order"])
                 self.set_meta("schema_version", "3")
+            if version < 4:
+                progress("upgrading the state: papers whose titles hold symbols such as ≥ or +")
+                self._rekey_symbol_titles()
+                self.set_meta("schema_version", "4")
+
+    def _rekey_symbol_titles(self) -> None:
+        """Give the papers whose titles hold a title symbol (`≥`, `≠`, `+`, `#`...) the ids
+        their titles have now that the symbols tell titles apart (see text.title_key); the
+        ids of all other papers are unchanged. Their pages and feeds are rendered again."""
+        from feeds.text import has_title_symbol, paper_id
+
+        moved = []
+        for old, title in self.db.execute("SELECT paper_id, title FROM papers"):
+            if has_title_symbol(title) and (new := paper_id(title)) != old:
+                moved.append((new, old))
+        for new, old in moved:
+            if self.db.execute("SELECT 1 FROM papers WHERE paper_id = ?", (new,)).fetchone():
+                continue  # cannot happen: no stored key held a symbol
+            for table in ("papers", "sightings", "links", "lookups", "members"):
+                self.db.execute(f"UPDATE {table} SET paper_id = ? WHERE paper_id = ?", (new, old))
+            self.db.execute("DELETE FROM dirty WHERE kind = 'paper' AND id = ?", (old,))
+            self._touch_paper(new)
 
     def meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -351,26 +387,38 @@ class Store:
     # -- papers -------------------------------------------------------------------------
 
     def put_papers(
-        self, papers: Sequence[tuple[int, Paper]], digest_hash: str, now: datetime
-    ) -> dict[str, int]:
+        self,
+        papers: Sequence[tuple[int, Paper]],
+        digest_hash: str,
+        now: datetime,
+        *,
+        replaces: str | None = None,
+    ) -> Stored:
         """Store a digest's (line, paper)s, each merged with what is known of it; return how
-        many were 'new', 'changed' and 'same'.
+        many were new, changed and the same, and the records that collided with another
+        paper of the same title.
 
         Papers not known before are inserted with a statement for all of them: a first run
         over a big inbox is nearly all new papers, and one statement a paper is a third of
         ingesting them. The others (known, or seen twice in this digest) go one by one after,
-        in digest order: each merges with what was stored before it, as it would have."""
+        in digest order: each merges with what was stored before it, as it would have.
+
+        `replaces`: the digest this one is a new reading of (the same inbox file, changed
+        since): its papers' fields from that reading are replaced by this one's (see
+        model.reread), and that reading's record problems are dropped."""
         counts = {"new": 0, "changed": 0, "same": 0}
         ids = [paper.paper_id for _line, paper in papers]
         known: set[str] = set()
         for chunk, among in _chunks(ids):
             rows = self.db.execute(f"SELECT paper_id FROM papers WHERE paper_id IN {among}", chunk)
             known.update(pid for (pid,) in rows)
+        reread = self._reread(ids, replaces, digest_hash) if replaces else {}
+        alone = frozenset(pid for pid, only_there in reread.items() if only_there)
         new: list[Paper] = []
-        later: list[Paper] = []
-        for _line, paper in papers:
+        later: list[tuple[int, Paper]] = []
+        for line, paper in papers:
             if paper.paper_id in known:
-                later.append(paper)
+                later.append((line, paper))
             else:
                 known.add(paper.paper_id)  # a second time in this digest: merged, later
                 new.append(paper)
@@ -385,19 +433,52 @@ class Store:
             self.db.executemany(_TOUCH, [("paper", p.paper_id) for p in new])
             self.touch("topic", "all")
             counts["new"] = len(new)
-        for paper in later:
-            counts[self._merge(paper, now)] += 1
-        return counts
+        from feeds.model import other_authors
 
-    def _merge(self, paper: Paper, now: datetime) -> str:
-        """Merge what a digest says of a known paper into it; return 'changed' or 'same'."""
-        from feeds.model import merge
+        collisions: list[tuple[int, Paper, Paper]] = []
+        for line, paper in later:
+            only_there = reread.pop(paper.paper_id, None)
+            result, old = self._merge(paper, now, only_there)
+            counts[result] += 1
+            if only_there is None and other_authors(old, paper):
+                collisions.append((line, old, paper))
+        return Stored(counts, tuple(collisions), alone)
+
+    def _reread(self, ids: Sequence[str], replaces: str, digest_hash: str) -> dict[str, bool]:
+        """Return, for the papers of `ids` that the replaced reading held, whether no other
+        digest holds them; that reading gives way to this one."""
+        held: dict[str, bool] = {}
+        for chunk, among in _chunks(ids):
+            rows = self.db.execute(
+                f"SELECT s.paper_id, NOT EXISTS (SELECT 1 FROM sightings o"
+                f" WHERE o.paper_id = s.paper_id AND o.digest NOT IN (?, ?))"
+                f" FROM sightings s WHERE s.digest = ? AND s.paper_id IN {among}",
+                (replaces, digest_hash, replaces, *chunk),
+            )
+            held.update((str(pid), bool(alone)) for pid, alone in rows)
+        # The papers read again are held by the new reading now (those it no longer holds
+        # keep the old one's sightings: nothing is lost); the old problems are gone with it.
+        self.db.executemany(
+            "DELETE FROM sightings WHERE digest = ? AND paper_id = ?",
+            [(replaces, pid) for pid in held],
+        )
+        self.db.execute("DELETE FROM diagnostics WHERE digest = ?", (replaces,))
+        return held
+
+    def _merge(self, paper: Paper, now: datetime, only_there: bool | None) -> tuple[str, Paper]:
+        """Merge what a digest says of a known paper into it (`only_there`: a new reading of
+        the file it came from, see put_papers); return 'changed' or 'same', and the paper
+        as it was before."""
+        from feeds.model import merge, reread
 
         old = self.paper(paper.paper_id)
         assert old is not None  # known: put_papers looked
-        merged = merge(old, paper)
+        if only_there is None:
+            merged = merge(old, paper)
+        else:
+            merged = reread(old, paper, only_there=only_there)
         if merged == old:
-            return "same"
+            return "same", old
         self.db.execute(
             "UPDATE papers SET title = ?, title_zh = ?, authors = ?, institutions = ?,"
             " summary = ?, comments = ?, journal_ref = ?, venue = ?, changed = ?, unmatched = 1"
@@ -405,7 +486,7 @@ class Store:
             (*_paper_row(merged)[1:], _ts(now), paper.paper_id),
         )
         self._touch_paper(paper.paper_id)
-        return "changed"
+        return "changed", old
 
     def paper(self, paper_id: str) -> Paper | None:
         row = self.db.execute(
@@ -458,8 +539,20 @@ class Store:
         # number back), so the last seq is the count: one index lookup, not a table scan.
         return int(self.db.execute("SELECT coalesce(max(seq), 0) FROM papers").fetchone()[0])
 
-    def add_links(self, paper_id: str, links: Sequence[Link]) -> int:
-        """Add links not yet known for a paper (never removing any); return how many."""
+    def add_links(self, paper_id: str, links: Sequence[Link], *, only: bool = False) -> int:
+        """Add links not yet known for a paper; return how many.
+
+        Never removing any, unless `only`: then the paper's links found in digests are
+        these alone (its digest was read again; the first reading may have cut a URL)."""
+        if only:
+            urls = [link.url for link in links]
+            gone = self.db.execute(
+                f"DELETE FROM links WHERE paper_id = ? AND source = 'digest'"
+                f" AND url NOT IN ({','.join('?' * len(urls))})",
+                (paper_id, *urls),
+            )
+            if gone.rowcount:
+                self._touch_paper(paper_id)
         if not links:
             return 0
         start = self.db.execute(
@@ -958,12 +1051,19 @@ class Store:
         """Return True when this file was read before and has not changed since."""
         if self._files is None:  # one query for a whole inbox, not one per file
             rows = self.db.execute("SELECT path, size, mtime_ns FROM files")
-            self._files = {str(p): (int(n), int(t)) for p, n, t in rows}
-        return self._files.get(path) == (size, mtime_ns)
+            self._files = {p: (int(n), int(t)) for p, n, t in rows}
+        return self._files.get(_file_key(path)) == (size, mtime_ns)
+
+    def file_digest(self, path: str) -> str | None:
+        """Return the hash of the content this file had when it was last read, or None."""
+        row = self.db.execute("SELECT hash FROM files WHERE path = ?", (_file_key(path),))
+        found = row.fetchone()
+        return None if found is None else str(found[0])
 
     def put_file(self, path: str, size: int, mtime_ns: int, digest_hash: str) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (path, size, mtime_ns, digest_hash)
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
+            (_file_key(path), size, mtime_ns, digest_hash),
         )
 
     def member_counts(self) -> dict[str, int]:
@@ -1027,6 +1127,19 @@ class Store:
             "record_problems": "SELECT count(*) FROM diagnostics",
         }
         return {k: int(self.db.execute(sql).fetchone()[0]) for k, sql in q.items()}
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What storing a digest's papers did (see Store.put_papers)."""
+
+    counts: dict[str, int]  # how many papers were "new", "changed", "same"
+    # (line, the paper stored, this record): one title, no author in common. The two are
+    # kept as one paper; what the record says beyond the stored paper is not used.
+    collisions: tuple[tuple[int, Paper, Paper], ...] = ()
+    # Papers read again that no other digest holds: their links from digests are those of
+    # the new reading alone (see Store.add_links).
+    reread_alone: frozenset[str] = frozenset()
 
 
 class Batch:

@@ -91,18 +91,61 @@ def strip_accents(text: str) -> str:
     return unicodedata.normalize("NFC", decomposed)
 
 
-# For ASCII text, what [\W_] matches: everything but letters and digits.
-_ASCII_NOT_WORD = str.maketrans({c: " " for c in map(chr, range(128)) if not c.isalnum()})
-# The same for ASCII bytes (paper_id): letters and digits kept, every other byte a space.
+def person_key(name: str) -> str:
+    """Return a name in the form authors compare in: no accents, no case, single spaces."""
+    return " ".join(strip_accents(fold(name)).replace("-", " ").split())
+
+
+# Symbols that tell titles apart: `≥ RNNs` / `≤ RNNs`, `P = NP` / `P ≠ NP`, `C++` / `C`,
+# `A+` / `A`, `C#` / `C`. They stay in a title's key as words of their own, while other
+# punctuation only separates words, so ids of titles without them are what they always were.
+# The minus sign and the fraction and division slashes are math symbols to Unicode but read
+# like a hyphen or a slash in a title.
+_ASCII_SYMBOLS = "+<=>#"
+_NOT_SYMBOLS = frozenset("\u2212\u2044\u2215")
+
+
+def is_title_symbol(char: str) -> bool:
+    """Return True for a character that a paper's identity keeps (see _ASCII_SYMBOLS)."""
+    if char.isascii():
+        return char in _ASCII_SYMBOLS
+    return unicodedata.category(char) == "Sm" and char not in _NOT_SYMBOLS
+
+
+# For ASCII text, what [\W_] matches: everything but letters and digits (a space), with the
+# title symbols kept as words of their own.
+_ASCII_NOT_WORD = str.maketrans(
+    {c: f" {c} " if c in _ASCII_SYMBOLS else " " for c in map(chr, range(128)) if not c.isalnum()}
+)
+# The same for ASCII bytes (paper_id), for titles without title symbols: letters and digits
+# kept, every other byte a space.
 _ASCII_NOT_WORD_BYTES = bytes(c if chr(c).isalnum() and c < 128 else 32 for c in range(256))
+_HAS_ASCII_SYMBOL = re.compile(f"[{re.escape(_ASCII_SYMBOLS)}]").search
+
+
+def has_title_symbol(title: str) -> bool:
+    """Return True when a title holds a symbol that its key keeps (see is_title_symbol)."""
+    if title.isascii():
+        return _HAS_ASCII_SYMBOL(title) is not None
+    return any(map(is_title_symbol, title))
+
+
+def _separate(m: re.Match[str]) -> str:
+    """Return a run of non-word characters as the key writes it: its title symbols as words
+    of their own, the rest a space."""
+    run = m.group()
+    if len(run) == 1 and not is_title_symbol(run):
+        return " "
+    return "".join(f" {c} " if is_title_symbol(c) else " " for c in run)
 
 
 def title_key(title: str) -> str:
-    """Return the identity of a paper: its English title folded, punctuation collapsed."""
+    """Return the identity of a paper: its English title folded, punctuation collapsed, the
+    symbols that tell titles apart (≥, ≠, +, #...) kept."""
     folded = fold(title)
     if folded.isascii():  # most titles: a translate table beats the expression
         return " ".join(folded.translate(_ASCII_NOT_WORD).split())
-    return " ".join(_NOT_WORD.sub(" ", folded).split())
+    return " ".join(_NOT_WORD.sub(_separate, folded).split())
 
 
 _NAMESPACE_BYTES = PAPER_NAMESPACE.bytes
@@ -111,7 +154,7 @@ _NAMESPACE_BYTES = PAPER_NAMESPACE.bytes
 def _title_sha1(title: str) -> str:
     """Return the SHA-1 (hex) behind the paper's version-5 UUID: of the namespace and the
     title's key. (A UUID object per paper is slow on big ingests and feeds.)"""
-    if title.isascii():  # most titles: title_key() on bytes, with C loops only
+    if title.isascii() and not _HAS_ASCII_SYMBOL(title):  # most: bytes, with C loops only
         key = b" ".join(title.encode().lower().translate(_ASCII_NOT_WORD_BYTES).split())
     else:
         key = title_key(title).encode("utf-8")

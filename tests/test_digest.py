@@ -152,6 +152,22 @@ def test_paper_id_differs_for_different_titles() -> None:
     assert len({paper_id(t) for t in titles}) == len(titles)
 
 
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("Transformers ≥ RNNs on Long Sequences", "Transformers ≤ RNNs on Long Sequences"),
+        ("P = NP", "P ≠ NP"),
+        ("C++ X", "C X"),
+        ("A+", "A"),
+        ("C# for Scientists", "C for Scientists"),
+        ("x < y", "x > y"),
+    ],
+)
+def test_symbols_that_tell_titles_apart_keep_papers_apart(one: str, other: str) -> None:
+    assert paper_id(one) != paper_id(other)
+    assert paper_id(one) == paper_id(one.upper().replace(" ", "  "))
+
+
 def test_paper_id_is_stable_across_versions() -> None:
     # A fixed value: ids are used in file names and URLs and must never change.
     assert paper_id("Attention Is All You Need") == paper_id("attention is all you need")

@@ -264,11 +264,13 @@ def test_a_run_that_dies_while_ingesting_keeps_the_digests_read_whole(
     original = Store.add_links
     papers_seen: list[str] = []
 
-    def dies_in_the_second_digest(self: Store, paper_id: str, links: Sequence[Link]) -> int:
+    def dies_in_the_second_digest(
+        self: Store, paper_id: str, links: Sequence[Link], *, only: bool = False
+    ) -> int:
         papers_seen.append(paper_id)
         if len(papers_seen) == 33:  # a.txt has 30 papers: the third of b.txt, after the
             raise KeyboardInterrupt  # papers of b.txt were stored, before its links were
-        return original(self, paper_id, links)
+        return original(self, paper_id, links, only=only)
 
     with monkeypatch.context() as patched:
         patched.setattr(Store, "add_links", dies_in_the_second_digest)

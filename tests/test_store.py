@@ -23,7 +23,7 @@ def _paper(title: str) -> Paper:
 
 def _put(store: Store, paper: Paper, digest: str, line: int, now: datetime) -> str:
     """Store one paper as a digest's only one; return 'new', 'changed' or 'same'."""
-    counts = store.put_papers([(line, paper)], digest, now)
+    counts = store.put_papers([(line, paper)], digest, now).counts
     return next(status for status, n in counts.items() if n)
 
 
@@ -220,7 +220,7 @@ def test_a_digests_papers_stored_at_once_are_stored_as_one_by_one(tmp_path: Path
         store = _stored(tmp_path / f"{at_once}.sqlite3", before)
         with store.transaction():
             if at_once:
-                counts = store.put_papers(digest, "d2", NOW)
+                counts = store.put_papers(digest, "d2", NOW).counts
             else:
                 counts = {"new": 0, "changed": 0, "same": 0}
                 for line, paper in digest:

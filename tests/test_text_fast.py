@@ -16,6 +16,7 @@ from feeds.text import (
     PAPER_NAMESPACE,
     clean_xml,
     fold,
+    is_title_symbol,
     is_xml_clean,
     paper_id,
     paper_uuid,
@@ -26,6 +27,23 @@ from feeds.text import (
 
 def fold_by_definition(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
+
+
+def title_key_by_definition(title: str) -> str:
+    """A title's key, character by character: letters and digits kept, title symbols (+ < = >
+    # and Unicode math symbols but the minus and slash signs) as words of their own, every
+    other character a space."""
+    return " ".join(
+        "".join(
+            f" {c} " if is_title_symbol(c) else " " if re.fullmatch(r"[\W_]", c) else c
+            for c in fold_by_definition(title)
+        ).split()
+    )
+
+
+def old_title_key(title: str) -> str:
+    """The key as first written, before title symbols were kept."""
+    return " ".join(re.sub(r"[\W_]+", " ", fold_by_definition(title)).split())
 
 
 def strip_accents_by_definition(text: str) -> str:
@@ -65,8 +83,10 @@ def test_fold_is_nfkc_then_casefold(text: str) -> None:
 @example("snake_case: a__b -- c\t\x7f\x00!")
 @example("ＤｙＬＬＭ：基于显著性标记选择（ＳＴＳ）")
 def test_title_keys_and_paper_ids_are_unchanged(title: str) -> None:
-    key = " ".join(re.sub(r"[\W_]+", " ", fold_by_definition(title)).split())
+    key = title_key_by_definition(title)
     assert title_key(title) == key
+    if not any(map(is_title_symbol, fold_by_definition(title))):
+        assert key == old_title_key(title)  # ids of titles without symbols never change
     assert paper_id(title) == uuid.uuid5(PAPER_NAMESPACE, key).hex[:16]
     assert paper_uuid(title) == str(uuid.uuid5(PAPER_NAMESPACE, key))
 
@@ -75,7 +95,7 @@ def test_title_key_of_every_ascii_character() -> None:
     variants = set()
     for code in range(128):
         title = f"a{chr(code)}b {chr(code)}"
-        key = " ".join(re.sub(r"[\W_]+", " ", title.lower()).split())
+        key = title_key_by_definition(title)
         assert title_key(title) == key
         assert paper_id(title) == uuid.uuid5(PAPER_NAMESPACE, key).hex[:16], hex(code)
         assert paper_uuid(title) == str(uuid.uuid5(PAPER_NAMESPACE, key)), hex(code)
