@@ -16,8 +16,13 @@ from feeds.errors import StateError
 def exclusive(state: Path, wait: float = 30.0) -> Iterator[None]:
     """Hold the lock of a state database; wait up to `wait` seconds, then say who holds it."""
     path = state.with_name(state.name + ".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        message = f"cannot create its lock file {path}: {e.strerror}"
+        raise StateError(message, file=str(state)) from e
+
     try:
         deadline = time.monotonic() + wait
         while True:

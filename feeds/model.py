@@ -81,6 +81,19 @@ class Item:
 
 
 @dataclass(frozen=True)
+class Stored:
+    """What storing a digest's papers did (see Store.put_papers)."""
+
+    counts: dict[str, int]  # how many papers were "new", "changed", "same"
+    # (line, the paper stored, this record): one title, no author in common. The two are
+    # kept as one paper; what the record says beyond the stored paper is not used.
+    collisions: tuple[tuple[int, Paper, Paper], ...] = ()
+    # Papers read again that no other digest holds: their links from digests are those of
+    # the new reading alone (see Store.add_links).
+    reread_alone: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class SourceState:
     """What we remember of a source between runs."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -9,7 +10,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from feeds.config import Config
-from feeds.errors import DigestRejected
+from feeds.errors import DigestRejected, StateError
 from feeds.ingest import Input, inbox_files, read_input, shown
 from feeds.lock import exclusive
 from feeds.publish.build import publish
@@ -84,18 +85,26 @@ def run(
     offline: bool = False,
     settle: float = 0.0,
     lock_wait: float = 30.0,
+    repair: bool = False,
 ) -> RunSummary:
     """Run one cycle under the state's lock and return what happened.
 
     `settle`: files modified less than this many seconds ago are left for a later cycle
-    (`feeds watch`); `feeds run` takes files as they are.
+    (`feeds watch`); `feeds run` takes files as they are. `repair`: every published file
+    is rendered and compared, and what is missing or differs is written again.
     """
     s = config.settings
     progress = progress or (lambda _msg: None)
     with exclusive(s.state, wait=lock_wait):
         store = Store(s.state, now(), progress)
         try:
-            return _cycle(config, store, now(), progress, offline, settle)
+            return _cycle(config, store, now(), progress, offline, settle, repair)
+        except sqlite3.Error as e:  # a read-only file or folder, a full disk, a damaged file
+            raise StateError(
+                f"cannot write the state database: {e} (is it or its folder read-only,"
+                " or the disk full?)",
+                file=str(s.state),
+            ) from e
         finally:
             store.close()
 
@@ -150,7 +159,7 @@ def _inputs(
 
 def _cycle(
     config: Config, store: Store, now: datetime, progress: Progress, offline: bool,
-    settle: float,
+    settle: float, repair: bool,
 ) -> RunSummary:  # fmt: skip
     s = config.settings
     run_id = store.start_run(now)
@@ -170,9 +179,8 @@ def _cycle(
     progress("matching")
     new_matches = _match(config, store, now, progress)
     progress("publishing")
-    files = publish(
-        config, store, progress=progress
-    )  # the renderers are imported only if something changed
+    # The renderers are imported only if something changed (or `repair` asks for all).
+    files = publish(config, store, force=repair, progress=progress)
     # Links are resolved after publishing: feeds go out with what is known, and the
     # items whose links changed are published again below.
     report = None

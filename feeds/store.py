@@ -10,7 +10,6 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -21,7 +20,7 @@ from feeds.errors import StateError
 # The model's classes are imported where papers, links and sources are made: a run with
 # nothing to do makes none, and creating the classes costs it several milliseconds.
 if TYPE_CHECKING:
-    from feeds.model import Diagnostic, Hit, Link, Paper, SourceState
+    from feeds.model import Diagnostic, Hit, Link, Paper, SourceState, Stored
 
 # A reading-list row: (paper_id, title, title_zh, venue, entered timestamp, hits as JSON).
 ListRow = tuple[str, str, str | None, str | None, str, str]
@@ -433,7 +432,7 @@ class Store:
             self.db.executemany(_TOUCH, [("paper", p.paper_id) for p in new])
             self.touch("topic", "all")
             counts["new"] = len(new)
-        from feeds.model import other_authors
+        from feeds.model import Stored, other_authors
 
         collisions: list[tuple[int, Paper, Paper]] = []
         for line, paper in later:
@@ -1127,19 +1126,6 @@ class Store:
             "record_problems": "SELECT count(*) FROM diagnostics",
         }
         return {k: int(self.db.execute(sql).fetchone()[0]) for k, sql in q.items()}
-
-
-@dataclass(frozen=True)
-class Stored:
-    """What storing a digest's papers did (see Store.put_papers)."""
-
-    counts: dict[str, int]  # how many papers were "new", "changed", "same"
-    # (line, the paper stored, this record): one title, no author in common. The two are
-    # kept as one paper; what the record says beyond the stored paper is not used.
-    collisions: tuple[tuple[int, Paper, Paper], ...] = ()
-    # Papers read again that no other digest holds: their links from digests are those of
-    # the new reading alone (see Store.add_links).
-    reread_alone: frozenset[str] = frozenset()
 
 
 class Batch:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from feeds import __version__
 from feeds.config import Config
+from feeds.publish.paths import ALL, topic_files
 from feeds.publish.write import Writer, WriteStats, cannot_write, sweep
 from feeds.store import Store
 
@@ -34,6 +35,14 @@ def _site_key(config: Config) -> str:
     # The text itself, not a hash of it: every run compares it, and hashlib's import
     # (OpenSSL) would cost a run that has nothing to do more than the rest of publish().
     return json.dumps(data, ensure_ascii=False)
+
+
+def _present(path: Path | str) -> bool:
+    """Return True when a published file is there and not empty."""
+    try:
+        return os.stat(path).st_size > 0
+    except OSError:
+        return False
 
 
 def publish(
@@ -72,6 +81,15 @@ def _publish(
     # A full build renders everything and needs no list of what changed (which, after a
     # first run over a big inbox, names every paper: not worth holding).
     dirty = store.dirty() if not full else {k: set() for k in store.DIRTY_KINDS}
+    if not full:
+        # Feeds and reading lists deleted or emptied behind our back (`rm -rf public/feeds`)
+        # are written again: a few files a topic, one stat each. Paper pages and anything
+        # else damaged: `feeds run --repair` (force), which compares every file.
+        ids = [ALL, *(t.id for t in config.topics)]
+        lost = [t for t in ids if not all(_present(public / f) for f in topic_files(t))]
+        dirty["topic"].update(lost)
+        if not _present(public / "feeds.opml"):
+            dirty["topic"].add(ALL)  # the OPML is written whenever anything is
     if not full and not any(dirty.values()):
         # Temp files exist only if a publish died: otherwise there is nothing to look at.
         return WriteStats(0, 0, sweep(public, lambda _rel: True, papers=True) if died else 0)
@@ -83,7 +101,6 @@ def _publish(
     from feeds.helper import shared
     from feeds.publish import render
     from feeds.publish.parts import (
-        ALL,
         CHANGED_LOOKUPS,
         Plan,
         Publishing,

@@ -14,14 +14,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from feeds.publish.paths import ALL
 from feeds.store import ListRow, Store
 
 if TYPE_CHECKING:
     from feeds.model import Hit, Paper
     from feeds.publish.view import FeedView, PaperView, Site
     from feeds.publish.write import Writer
-
-ALL = "all"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,42 @@
+"""Where each published file lives in public/, relative to it: plain functions, imported
+also by a run that has nothing to render (it checks that these files are still there)."""
+
+from __future__ import annotations
+
+ALL = "all"  # the feed of every paper, whose page is the front page
+FORMATS = ("rss", "atom", "json")  # every feed is written in each (see feed_path)
+_SUFFIX = {"rss": "rss.xml", "atom": "atom.xml", "json": "json"}
+
+
+def paper_path(paper_id: str) -> str:
+    return f"papers/{paper_id}.html"
+
+
+def feed_path(feed_id: str, fmt: str) -> str:
+    return f"feeds/{feed_id}.{_SUFFIX[fmt]}"
+
+
+def archive_path(feed_id: str, page: int) -> str:
+    """Return archive page `page` of a topic's reading list (1 holds the oldest papers)."""
+    return f"topics/{feed_id}/{page}.html"
+
+
+def pages(count: int, size: int) -> tuple[int, int]:
+    """Return (papers on the front page, archive pages) for a reading list of `count`.
+
+    Archive pages hold `size` papers each, counted from the oldest, so a full one never
+    changes when new papers arrive; the front page holds the newest 1..size.
+    """
+    archives = (count - 1) // size if count else 0
+    return count - archives * size, archives
+
+
+def topic_path(feed_id: str) -> str:
+    """Return the page of a feed: its reading list, or the front page for `all`."""
+    return "index.html" if feed_id == "all" else f"topics/{feed_id}.html"
+
+
+def topic_files(feed_id: str) -> tuple[str, ...]:
+    """Return the files of a topic (or `all`) that every publish keeps current: its feeds
+    and its reading list's front page."""
+    return (topic_path(feed_id), *(feed_path(feed_id, fmt) for fmt in FORMATS))
