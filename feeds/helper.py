@@ -200,8 +200,10 @@ def _main(fd: int) -> None:
 
     from feeds.store import Store
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # The run decides when to stop (see the module's doc): a Ctrl-C, a `systemctl stop` or
+    # a closed terminal reaches the whole group, and the run tells the helper.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
     conn = Connection(fd)
     try:
         state, job = conn.recv()

@@ -33,13 +33,25 @@ def trigger_for(settings: Settings) -> IntervalTrigger | CronTrigger:
     return IntervalTrigger(seconds=settings.schedule_every or 900, timezone=UTC)
 
 
+def stop_signals() -> tuple[signal.Signals, ...]:
+    """Return the signals on which `watch` finishes the current cycle and returns.
+
+    SIGHUP as well: a closed terminal or a `kill -HUP` would otherwise end the process
+    mid-cycle (the signal's default action). It does not reload: the config is read once at
+    start, so a restart applies a change. SIGHUP ignored when we start stays ignored:
+    `nohup feeds watch` asked to outlive its terminal.
+    """
+    hangup = () if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN else (signal.SIGHUP,)
+    return (signal.SIGINT, signal.SIGTERM, *hangup)
+
+
 def watch(
     settings: Settings,
     cycle: Callable[[], float | None],
     *,
     stop: threading.Event | None = None,
 ) -> None:
-    """Run `cycle` at once and then on the schedule until SIGINT/SIGTERM (or `stop`).
+    """Run `cycle` at once and then on the schedule until SIGINT/SIGTERM/SIGHUP (or `stop`).
 
     `cycle` returns when files it left unread (still being written) may have settled; a
     one-off cycle is scheduled then. The current cycle always finishes before we return.
@@ -66,7 +78,7 @@ def watch(
         log.info("%s: finishing the current cycle, then exiting", signal.Signals(signum).name)
         stop.set()
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, on_signal) for s in stop_signals()}
     scheduler.add_listener(failed, EVENT_JOB_ERROR)
     scheduler.add_job(run_cycle, trigger_for(settings), id=CYCLE, next_run_time=datetime.now(UTC))
     scheduler.start()

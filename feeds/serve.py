@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import email.utils
 import os
+import socket
+import sys
 from functools import partial
+from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from io import BufferedIOBase
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote_to_bytes
 
 TYPES = (
     (".rss.xml", "application/rss+xml; charset=utf-8"),
@@ -26,10 +29,40 @@ def etag_of(st: os.stat_result) -> str:
     return f'"{st.st_size:x}-{st.st_mtime_ns:x}"'
 
 
+def site_file(root: str, url_path: str) -> str | None:
+    """Return the real path of the file of the site under `root` that a request's path
+    (percent-encoded, without its query) names, or None when there is none to serve.
+
+    A path ending in `/` names its folder's index.html. None for a path that is not UTF-8
+    or holds a NUL or a backslash (a separator elsewhere), for any segment starting with a
+    dot (`..`; dotfiles; a publish's temp files), and for a name whose real path, symlinks
+    followed, is not a file inside root's real path or is a dotfile there: public/ may hold
+    links (a git checkout does) that must not serve the rest of the machine.
+    """
+    try:
+        name = unquote_to_bytes(url_path).decode()
+    except UnicodeDecodeError:
+        return None
+    parts = name.split("/")
+    if parts[0] or "\0" in name or "\\" in name or any(p.startswith(".") for p in parts):
+        return None  # parts[0]: the path must start with "/" ("*", absolute URLs do not)
+    if name.endswith("/"):
+        parts[-1] = "index.html"
+    # realpath() does not raise for a missing name, a symlink loop or a name too long: what
+    # comes out is checked, and isfile() says False for all of those.
+    top = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(top, *parts))
+    inside = os.path.relpath(real, top).split(os.sep)
+    if inside[0] == os.pardir or any(p.startswith(".") for p in inside):
+        return None
+    return real if os.path.isfile(real) else None
+
+
 class Handler(SimpleHTTPRequestHandler):
     """Static files with feed content types, ETag / Last-Modified and 304 answers."""
 
     server_version = "paperfeeds"
+    timeout = 60  # seconds a connection may stay silent before it is closed
     _etag: str | None = None
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -46,29 +79,43 @@ class Handler(SimpleHTTPRequestHandler):
                 return ctype
         return super().guess_type(path)
 
+    def translate_path(self, path: str) -> str:
+        """Return the real path of the file to serve, or "" (no file: a 404) for a path
+        that site_file refuses; the stdlib's send_head opens what this gives."""
+        return site_file(self.directory, self.url_path(path)) or ""
+
+    @staticmethod
+    def url_path(target: str) -> str:
+        """Return the path of a request target, without its query or fragment."""
+        return target.split("?", 1)[0].split("#", 1)[0]
+
     def send_head(self) -> BufferedIOBase | None:  # type: ignore[override]
         self._etag = None
-        path = Path(self.translate_path(self.path))
-        wanted_path = unquote(self.path.split("?", 1)[0].split("#", 1)[0])
-        if any(part.startswith(".") for part in Path(wanted_path).parts):
-            self.send_error(404)  # temp files of a publish in progress, dotfiles
-            return None
-        if path.is_dir() and not (path / "index.html").is_file():
-            self.send_error(404)  # no directory listings
-            return None
-        if path.is_dir():
-            path = path / "index.html"
-        if path.is_file():
-            st = path.stat()
-            self._etag = etag_of(st)
-            wanted = self.headers.get("If-None-Match")
-            if wanted and (
-                wanted.strip() == "*" or self._etag in (t.strip() for t in wanted.split(","))
-            ):
-                self.send_response(304)
-                self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
+        path = self.translate_path(self.path)
+        if not path:
+            wanted = self.url_path(self.path)
+            if not wanted.endswith("/") and site_file(self.directory, wanted + "/"):
+                # A folder with an index page, named without its slash: sent where the
+                # page's relative links work, query kept. (Folders without one: 404.)
+                self.send_response(HTTPStatus.MOVED_PERMANENTLY)
+                self.send_header("Location", wanted + "/" + self.path[len(wanted) :])
+                self.send_header("Content-Length", "0")
                 self.end_headers()
-                return None
+            else:
+                self.send_error(HTTPStatus.NOT_FOUND)
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            self.send_error(HTTPStatus.NOT_FOUND)  # removed since translate_path looked
+            return None
+        self._etag = etag_of(st)
+        held = self.headers.get("If-None-Match")
+        if held and (held.strip() == "*" or self._etag in (t.strip() for t in held.split(","))):
+            self.send_response(HTTPStatus.NOT_MODIFIED)
+            self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
+            self.end_headers()
+            return None
         return super().send_head()  # type: ignore[return-value]  # also does If-Modified-Since
 
     def end_headers(self) -> None:
@@ -78,6 +125,23 @@ class Handler(SimpleHTTPRequestHandler):
         super().end_headers()
 
 
+class Server(ThreadingHTTPServer):
+    """The stdlib's threading server, quiet about readers that hang up mid-answer."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return  # a reader closed the connection or went silent: nothing to report
+        super().handle_error(request, client_address)
+
+
+class IPv6Server(Server):
+    address_family = socket.AF_INET6
+
+
 def make_server(public: Path, host: str = "127.0.0.1", port: int = 8000) -> ThreadingHTTPServer:
     handler = partial(Handler, directory=str(public))
-    return ThreadingHTTPServer((host, port), handler)
+    # The stdlib's server listens on IPv4 only: `--host ::1` could not be bound. Only an
+    # IPv6 address switches; a name (`localhost`) stays on IPv4 as before, rather than on
+    # whichever family it happens to resolve to first.
+    server = IPv6Server if ":" in host else Server
+    return server((host, port), handler)
