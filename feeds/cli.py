@@ -16,7 +16,7 @@ import click
 from feeds import __version__
 from feeds.config import Config, load
 from feeds.errors import ConfigError, FeedsError, StateError
-from feeds.say import count
+from feeds.say import count, shorten
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 DEFAULT_SUBSCRIPTIONS = Path("config/subscriptions.yaml")
@@ -78,9 +78,13 @@ def cli() -> None:
 
 @cli.command()
 @_common
+@click.option(
+    "--repair", is_flag=True,
+    help="Render every published file and write again those missing or changed by hand.",
+)  # fmt: skip
 def run(
     subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: Path | None,
-    state: Path | None, offline: bool, quiet: bool, as_json: bool,
+    state: Path | None, offline: bool, quiet: bool, as_json: bool, repair: bool,
 ) -> None:  # fmt: skip
     """Run one cycle: ingest new digests, match, publish into public/."""
     from feeds.pipeline import run as run_cycle
@@ -88,7 +92,8 @@ def run(
     try:
         config = _config(subscriptions, settings, inbox, public, state)
         show = sys.stderr.isatty() and not quiet and not as_json
-        summary = run_cycle(config, progress=_progress if show else None, offline=offline)
+        progress = _progress if show else None
+        summary = run_cycle(config, progress=progress, offline=offline, repair=repair)
     except FeedsError as e:
         _fail(e)
         return
@@ -204,7 +209,7 @@ def check(
         click.echo(f"  {r.id}: {count(r.matches, 'paper')}")
         if not quiet:
             for title in r.examples:
-                click.echo(f"      {title[:90]}")
+                click.echo(f"      {shorten(title, 90)}")
         for warning in r.warnings:
             click.echo(f"    warning: {warning}")
 
@@ -215,7 +220,7 @@ def watch(
     subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: Path | None,
     state: Path | None, offline: bool, quiet: bool, as_json: bool,
 ) -> None:  # fmt: skip
-    """Run the cycle now and then on the schedule; SIGINT/SIGTERM finish it and exit 0."""
+    """Run the cycle now and then on the schedule; SIGINT/SIGTERM/SIGHUP finish it, exit 0."""
     import logging
 
     from feeds.pipeline import run as run_cycle
@@ -258,7 +263,13 @@ def watch(
 @click.option("--public", type=click.Path(path_type=Path), help="Folder to serve.")
 @click.option("--settings", type=click.Path(path_type=Path), default=None, help="Settings file.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8000, show_default=True, type=int, help="Port.")
+@click.option(
+    "--port",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port (0: any free one).",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Log every request.")
 def serve(public: Path | None, settings: Path | None, host: str, port: int, verbose: bool) -> None:
     """Serve public/ on this machine for a feed reader (feed content types, 304s)."""
@@ -275,13 +286,15 @@ def serve(public: Path | None, settings: Path | None, host: str, port: int, verb
     if not (folder / "index.html").is_file():
         click.echo(f"error: {folder}/index.html not found: run `feeds run` first", err=True)
         sys.exit(EXIT_FAILURE)
+    address = f"[{host}]" if ":" in host else host  # an IPv6 address as a URL writes it
     try:
         server = make_server(folder, host, port)
     except OSError as e:
-        click.echo(f"error: cannot listen on {host}:{port}: {e.strerror}", err=True)
+        click.echo(f"error: cannot listen on {address}:{port}: {e.strerror}", err=True)
         sys.exit(EXIT_FAILURE)
     server.verbose = verbose  # type: ignore[attr-defined]
-    shown = "localhost" if host in ("127.0.0.1", "::1") else host
+    # Not "localhost" for ::1: some readers resolve that name to 127.0.0.1 only.
+    shown = "localhost" if host == "127.0.0.1" else address
     click.echo(f"serving {folder}/ at http://{shown}:{server.server_address[1]}/ (Ctrl-C stops)")
     click.echo(f"subscribe: http://{shown}:{server.server_address[1]}/feeds.opml")
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -62,6 +63,7 @@ class RunSummary:
     retry_at: float | None = None  # when the first deferred file may have settled (epoch s)
     stale: tuple[str, ...] = ()  # remote sources failing or unchanged for long
     files: WriteStats = field(default_factory=lambda: WriteStats(0, 0, 0))
+    seconds: float = 0.0  # how long the cycle took
 
     @property
     def exit_code(self) -> int:
@@ -98,7 +100,7 @@ def run(
     with exclusive(s.state, wait=lock_wait):
         store = Store(s.state, now(), progress)
         try:
-            return _cycle(config, store, now(), progress, offline, settle, repair)
+            return _cycle(config, store, now, progress, offline, settle, repair)
         except sqlite3.Error as e:  # a read-only file or folder, a full disk, a damaged file
             raise StateError(
                 f"cannot write the state database: {e} (is it or its folder read-only,"
@@ -158,10 +160,12 @@ def _inputs(
 
 
 def _cycle(
-    config: Config, store: Store, now: datetime, progress: Progress, offline: bool,
-    settle: float, repair: bool,
+    config: Config, store: Store, clock: Callable[[], datetime], progress: Progress,
+    offline: bool, settle: float, repair: bool,
 ) -> RunSummary:  # fmt: skip
     s = config.settings
+    began = time.monotonic()
+    now = clock()  # the cycle's time: when its papers arrived and its links were checked
     run_id = store.start_run(now)
     problems: list[Diagnostic] = []
     counts = {"digests": 0, "known": 0, "new": 0, "changed": 0, "links": 0}
@@ -212,9 +216,10 @@ def _cycle(
         rejected=tuple(rejected),
         problems=tuple(problems),
         files=files,
+        seconds=round(time.monotonic() - began, 3),
     )
     with store.transaction():
-        store.finish_run(run_id, now, summary.as_json())
+        store.finish_run(run_id, clock(), summary.as_json())
     return summary
 
 

@@ -79,9 +79,14 @@ def render_text(report: dict[str, Any]) -> str:
     last = report["last_run"]
     if last:
         s = last["summary"]
-        done = last["finished"] or "did not finish"
+        if not last["finished"]:
+            took = "did not finish"
+        elif "seconds" in s:
+            took = f"took {s['seconds']:.1f} s"
+        else:  # a run from before durations were kept
+            took = f"finished {last['finished']}"
         lines.append(
-            f"last run: {last['started']} → {done}; {s.get('digests', 0)} new digests, "
+            f"last run: {last['started']}, {took}; {s.get('digests', 0)} new digests, "
             f"{s.get('papers_new', 0)} new papers, exit {s.get('exit_code', '?')}"
         )
     return "\n".join(lines)

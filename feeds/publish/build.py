@@ -28,13 +28,21 @@ if TYPE_CHECKING:
 RENDER_FORMAT = 2
 
 
+# What shapes the published files, as text compared on every run (not a hash: hashlib's
+# import, OpenSSL, would cost a run that has nothing to do more than the rest of publish()).
 def _site_key(config: Config) -> str:
+    """Return what every file depends on (page frames, absolute URLs): a change renders
+    everything again."""
     s = config.settings
-    data = [s.site_title, s.base_url, s.max_items, str(Path(s.public_dir).resolve())]
-    data += [RENDER_FORMAT, __version__]
-    # The text itself, not a hash of it: every run compares it, and hashlib's import
-    # (OpenSSL) would cost a run that has nothing to do more than the rest of publish().
-    return json.dumps(data, ensure_ascii=False)
+    data = [s.site_title, s.base_url, str(Path(s.public_dir).resolve()), RENDER_FORMAT]
+    return json.dumps([*data, __version__], ensure_ascii=False)
+
+
+def _lists_key(config: Config) -> str:
+    """Return what only feeds and reading lists depend on (feed length, page size): a change
+    renders every topic's files again, and no paper page."""
+    s = config.settings
+    return json.dumps([s.max_items, s.page_size])
 
 
 def _present(path: Path | str) -> bool:
@@ -81,6 +89,10 @@ def _publish(
     # A full build renders everything and needs no list of what changed (which, after a
     # first run over a big inbox, names every paper: not worth holding).
     dirty = store.dirty() if not full else {k: set() for k in store.DIRTY_KINDS}
+    if not full and store.meta("lists") != _lists_key(config):
+        every = {ALL, *(t.id for t in config.topics)}
+        dirty["topic"] |= every
+        dirty["archive"] |= every  # paged anew
     if not full:
         # Feeds and reading lists deleted or emptied behind our back (`rm -rf public/feeds`)
         # are written again: a few files a topic, one stat each. Paper pages and anything
@@ -184,5 +196,6 @@ def _publish(
     with store.transaction():  # only now: a publish that died is done again next time
         store.clear_dirty()
         store.set_meta("site", _site_key(config))
+        store.set_meta("lists", _lists_key(config))
         store.set_meta("publishing", "0")
     return WriteStats(written, out.unchanged + helped[1], removed)
