@@ -65,6 +65,25 @@ def _config(
     return replace(config, settings=s)
 
 
+def _duration(seconds: float | None) -> str:
+    """Return a schedule's interval as the settings write it (`15m`, `2h`, `90s`)."""
+    seconds = seconds or 900  # the default schedule (see schedule.trigger_for)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def _inbox_exists(config: Config, options: tuple[Path, ...]) -> None:
+    """Raise a usage error (exit 2) naming the first inbox folder that does not exist."""
+    from feeds.ingest import shown
+
+    for folder in config.settings.inbox:
+        if not folder.is_dir():
+            where = "given with --inbox" if options else "the settings' inbox"
+            raise ConfigError(f"inbox folder {shown(str(folder))} does not exist ({where})")
+
+
 def _fail(e: FeedsError) -> None:
     click.echo(f"error: {e}", err=True)
     sys.exit(EXIT_USAGE if isinstance(e, ConfigError) else EXIT_FAILURE)
@@ -91,6 +110,7 @@ def run(
 
     try:
         config = _config(subscriptions, settings, inbox, public, state)
+        _inbox_exists(config, inbox)
         show = sys.stderr.isatty() and not quiet and not as_json
         progress = _progress if show else None
         summary = run_cycle(config, progress=progress, offline=offline, repair=repair)
@@ -196,11 +216,21 @@ def check(
         return
     if show:
         click.echo("\r\033[K", nl=False, err=True)
+    from feeds.schedule import next_times, say_when
+
+    s = config.settings
+    upcoming = next_times(s, datetime.now(UTC))  # by the trigger `feeds watch` runs
     if as_json:
-        doc = {"config": "ok", "papers": papers, "topics": [asdict(r) for r in reports]}
+        doc = {"config": "ok", "papers": papers, "topics": [asdict(r) for r in reports],
+               "schedule": {"cron": s.schedule_cron, "every": s.schedule_every,
+                            "next": [t.isoformat() for t in upcoming]}}  # fmt: skip
         click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
     click.echo(f"{config.subscriptions_path}: ok, {count(len(config.topics), 'topic')}")
+    how = f"cron '{s.schedule_cron}'" if s.schedule_cron else f"every {_duration(s.schedule_every)}"
+    click.echo(f"schedule of feeds watch: {how}, in UTC")
+    for when in upcoming:
+        click.echo(f"  next: {say_when(when)}")
     if not papers:
         click.echo("no stored papers yet: run `feeds run` to see what each topic matches")
         return
@@ -224,6 +254,7 @@ def watch(
     import logging
 
     from feeds.pipeline import run as run_cycle
+    from feeds.schedule import next_times, say_when
     from feeds.schedule import watch as run_watch
 
     logging.basicConfig(
@@ -238,8 +269,12 @@ def watch(
         _fail(e)
         return
     s = config.settings
-    how = f"every {s.schedule_every:g}s" if s.schedule_every else f"cron '{s.schedule_cron}'"
-    logging.getLogger("feeds.watch").info("watching %s, %s", ", ".join(map(str, s.inbox)), how)
+    log = logging.getLogger("feeds.watch")
+    how = f"every {s.schedule_every:g}s" if s.schedule_every else f"cron '{s.schedule_cron}' (UTC)"
+    (then,) = next_times(s, datetime.now(UTC), 1)
+    log.info("watching %s, %s: a cycle now, then %s", ", ".join(map(str, s.inbox)), how,
+             say_when(then))  # fmt: skip
+    missing: set[str] = set()  # inbox folders said to be missing: said once, not each cycle
 
     def cycle() -> float | None:
         try:
@@ -250,6 +285,12 @@ def watch(
         except FeedsError as e:  # public/ cannot be written, say: told, and tried next time
             logging.getLogger("feeds.watch").error("cycle failed: %s", e)
             return None
+        for folder in sorted(set(summary.missing) - missing):
+            log.warning("inbox folder %s does not exist; read again when it does", folder)
+        for folder in sorted(missing - set(summary.missing)):
+            log.info("inbox folder %s is back", folder)
+        missing.clear()
+        missing.update(summary.missing)
         if as_json:
             click.echo(json.dumps(summary.as_json(), ensure_ascii=False))
         elif quiet or summary.digests or summary.rejected or summary.files.written:

@@ -62,6 +62,7 @@ class RunSummary:
     deferred: tuple[str, ...] = ()  # files still being written, left for a later cycle
     retry_at: float | None = None  # when the first deferred file may have settled (epoch s)
     stale: tuple[str, ...] = ()  # remote sources failing or unchanged for long
+    missing: tuple[str, ...] = ()  # inbox folders that do not exist (skipped)
     files: WriteStats = field(default_factory=lambda: WriteStats(0, 0, 0))
     seconds: float = 0.0  # how long the cycle took
 
@@ -121,6 +122,7 @@ class _Collected:
         self.deferred: list[str] = []
         self.retry_at: float | None = None
         self.stale: list[str] = []
+        self.missing: list[str] = []  # inbox folders that do not exist
         self.unchanged = 0  # files read before and not changed since
 
 
@@ -132,6 +134,9 @@ def _inputs(
     from the inbox folders that are new or changed, then the remote sources' new content."""
     s = config.settings
     for folder in s.inbox:
+        if not folder.is_dir():  # not a rejected digest: the caller says (watch: once)
+            got.missing.append(shown(str(folder)))
+            continue
         try:
             paths = list(inbox_files([folder]))
         except DigestRejected as e:
@@ -213,6 +218,7 @@ def _cycle(
         deferred=tuple(got.deferred),
         retry_at=got.retry_at,
         stale=tuple(got.stale),
+        missing=tuple(got.missing),
         rejected=tuple(rejected),
         problems=tuple(problems),
         files=files,

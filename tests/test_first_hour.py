@@ -4,13 +4,23 @@ truth, an example config without warnings, messages that read well."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from subprocess import CompletedProcess
 
+import pytest
+
+from feeds.config import Settings
 from feeds.pipeline import run
 from feeds.say import shorten
+from feeds.schedule import crontab, next_times
 from tests.conftest import Workspace
 
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -80,3 +90,106 @@ def test_long_titles_are_cut_at_a_word() -> None:
     )
     assert shorten("Short title", 90) == "Short title"
     assert shorten("x" * 100, 10) == "xxxxxxxxx…"
+
+
+# --- schedules run when the user said ------------------------------------------------------
+
+NOW = datetime(2026, 12, 4, 16, 30, tzinfo=UTC)  # a Friday
+
+
+@pytest.mark.parametrize(
+    ("cron", "days"),
+    [
+        ("0 7 * * 1-5", ["Mon", "Tue", "Wed", "Thu", "Fri", "Mon", "Tue"]),
+        ("0 7 * * mon-fri", ["Mon", "Tue", "Wed", "Thu", "Fri", "Mon", "Tue"]),
+        ("0 7 * * 0", ["Sun"] * 7),
+        ("0 7 * * 7", ["Sun"] * 7),
+        ("0 7 * * 5-7", ["Sat", "Sun", "Fri", "Sat", "Sun", "Fri", "Sat"]),
+        ("0 7 * * 0-2", ["Sun", "Mon", "Tue", "Sun", "Mon", "Tue", "Sun"]),
+        ("0 7 * * */2", ["Sat", "Sun", "Tue", "Thu", "Sat", "Sun", "Tue"]),
+        ("0 7 * * 1,3,SAT", ["Sat", "Mon", "Wed", "Sat", "Mon", "Wed", "Sat"]),
+    ],
+)
+def test_cron_weekdays_are_crontab_weekdays(cron: str, days: list[str]) -> None:
+    times = next_times(Settings(schedule_cron=cron), NOW, 7)
+    assert [t.strftime("%a") for t in times] == days
+    assert all(t.hour == 7 and t.minute == 0 for t in times)
+
+
+def test_cron_day_and_weekday_run_on_either_as_cron_does() -> None:
+    times = next_times(Settings(schedule_cron="0 7 13 * 5"), NOW, 4)
+    assert [t.strftime("%d %a") for t in times] == ["11 Fri", "13 Sun", "18 Fri", "25 Fri"]
+
+
+@pytest.mark.parametrize(
+    ("cron", "said"),
+    [
+        ("0 7 * * 8", "'8' is not a weekday"),
+        ("0 7 * * fri-mon", "a range of weekdays goes forward"),
+        ("61 7 * * *", "higher than the maximum value (59)"),
+        ("0 7 * *", "needs 5 fields"),
+    ],
+)
+def test_a_bad_cron_line_is_told_by_the_scheduler(cron: str, said: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(said)):
+        crontab(cron)
+
+
+def test_check_shows_the_next_three_times(workspace: Workspace, feeds_cli: Cli) -> None:
+    settings = workspace.root / "config" / "settings.yaml"
+    settings.write_text('schedule:\n  cron: "0 7 * * 1-5"\n')
+    r = feeds_cli(
+        workspace.root, "check", "--subscriptions", str(workspace.subscriptions),
+        "--settings", str(settings), "--state", str(workspace.state),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    lines = [x.strip() for x in r.stdout.splitlines() if x.strip().startswith("next: ")]
+    assert len(lines) == 3
+    days = [x.split("(")[1].rstrip(")") for x in lines]
+    assert set(days) <= {"Mon", "Tue", "Wed", "Thu", "Fri"}
+    assert all(" 07:00 UTC (" in x for x in lines)
+
+
+# --- a missing inbox folder ------------------------------------------------------------------
+
+
+def test_a_missing_inbox_folder_is_a_usage_error(workspace: Workspace, feeds_cli: Cli) -> None:
+    args = [a if a != str(workspace.inbox) else "nodir" for a in workspace.cli_args()]
+    r = feeds_cli(workspace.root, "run", *args)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == "error: inbox folder nodir does not exist (given with --inbox)"
+    assert not workspace.public.exists()
+
+
+def test_watch_says_once_that_an_inbox_folder_is_missing_and_reads_it_when_back(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    settings = workspace.root / "config" / "settings.yaml"
+    settings.write_text("schedule:\n  every: 1s\nsettle: 0s\n")
+    gone = workspace.root / "later"
+    args = [a if a != str(workspace.inbox) else str(gone) for a in workspace.cli_args()]
+    err = (tmp_path / "watch.err").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "feeds", "watch", *args, "--settings", str(settings)],
+        cwd=workspace.root, stdout=subprocess.DEVNULL, stderr=err,
+    )  # fmt: skip
+    try:
+        log = tmp_path / "watch.err"
+        _wait(lambda: log.read_text().count("next cycle: ") >= 3)
+        gone.mkdir()
+        shutil.copy(next(workspace.inbox.iterdir()), gone / "digest.txt")
+        _wait(lambda: "is back" in log.read_text() and (workspace.public / "papers").is_dir())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        err.close()
+    text = log.read_text()
+    assert text.count("does not exist") == 1, text
+    assert "a cycle now, then " in text
+
+
+def _wait(check: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
