@@ -149,9 +149,11 @@ def watch(
             retry_at = cycle()
         finally:
             lock.release()
-        job = scheduler.get_job(CYCLE)
-        if job is not None and job.next_run_time is not None and not stop.is_set():
-            log.info("next cycle: %s", say_when(job.next_run_time))
+        # From the trigger itself: asking the scheduler (get_job) would wait for its lock,
+        # which shutdown() holds while it waits for this very cycle to end.
+        after = trigger.get_next_fire_time(None, datetime.now(UTC))
+        if after is not None and not stop.is_set():
+            log.info("next cycle: %s", say_when(after))
         if retry_at is not None and not stop.is_set():
             when = datetime.fromtimestamp(retry_at, UTC) + timedelta(milliseconds=200)
             scheduler.add_job(run_cycle, DateTrigger(when), id=RETRY, replace_existing=True)
@@ -165,7 +167,8 @@ def watch(
 
     previous = {s: signal.signal(s, on_signal) for s in stop_signals()}
     scheduler.add_listener(failed, EVENT_JOB_ERROR)
-    scheduler.add_job(run_cycle, trigger_for(settings), id=CYCLE, next_run_time=datetime.now(UTC))
+    trigger = trigger_for(settings)
+    scheduler.add_job(run_cycle, trigger, id=CYCLE, next_run_time=datetime.now(UTC))
     scheduler.start()
     try:
         while not stop.wait(0.5):

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -205,10 +206,18 @@ def test_config_error_writes_nothing(project: Path) -> None:
     assert _snapshot(project / "public") == before
 
 
-def test_missing_inbox_folder_is_reported(project: Path) -> None:
+def test_missing_inbox_folder_is_a_usage_error(project: Path) -> None:
     r = _cli(project, "run", "--inbox", "seeds", "--inbox", "no-such-folder")
-    assert r.returncode == 3
-    assert "rejected: no-such-folder: inbox folder does not exist" in r.stderr
+    assert r.returncode == 2
+    assert "inbox folder no-such-folder does not exist" in r.stderr
+    # In the library (feeds watch), the other folders are read and the missing one said.
+    config = _config(project)
+    config = replace(config, settings=replace(config.settings,
+                     inbox=(project / "seeds", project / "no-such-folder")))  # fmt: skip
+    summary = run(config, now=lambda: T0)
+    assert summary.papers_new == 60
+    assert summary.missing == (str(project / "no-such-folder"),)
+    assert summary.exit_code == 0
 
 
 def test_one_publisher_at_a_time(project: Path) -> None:
