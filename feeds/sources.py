@@ -59,7 +59,7 @@ def fetch(
         headers["If-Modified-Since"] = state.last_modified
     for attempt in range(retries + 1):
         try:
-            return _get(client, state.url, headers, timeout)
+            return _get(client, policy, state.url, headers, timeout)
         except SourceFailed as e:
             if attempt == retries or "HTTP 4" in str(e):  # a 4xx will not fix itself now
                 raise
@@ -67,7 +67,9 @@ def fetch(
     raise AssertionError("unreachable")
 
 
-def _get(client: httpx.Client, url: str, headers: dict[str, str], timeout: float) -> Fetched:
+def _get(
+    client: httpx.Client, policy: AddressPolicy, url: str, headers: dict[str, str], timeout: float
+) -> Fetched:
     current = url
     try:
         with deadline(timeout):
@@ -75,6 +77,11 @@ def _get(client: httpx.Client, url: str, headers: dict[str, str], timeout: float
                 with client.stream("GET", current, headers=headers) as r:
                     if r.status_code in (301, 302, 303, 307, 308) and "location" in r.headers:
                         current = str(r.url.join(r.headers["location"]))
+                        # Each hop is judged like the source's own URL (as link checks do):
+                        # the connect-time guard alone would let `*.internal` names through.
+                        problem = policy.url_problem(current)
+                        if problem:
+                            raise SourceFailed(f"redirect to {problem}")
                         continue
                     if r.status_code == 304:
                         return Fetched(None, r.headers.get("etag"), r.headers.get("last-modified"))

@@ -23,7 +23,9 @@ from feeds.links.guard import (
     AddressPolicy,
     BlockedAddress,
     NameNotResolved,
+    RedirectRefused,
     deadline,
+    http_url_problem,
     read_capped,
 )
 from feeds.model import LinkStatus
@@ -113,6 +115,8 @@ class Checker:
                 if repo:
                     return self._check_github(url, *repo)
                 return self._follow(url)
+            except RedirectRefused as e:  # the guarded client's own check of a redirect
+                return CheckResult(url, "blocked", e.status, note=str(e))
             except BlockedAddress as e:
                 return CheckResult(url, "blocked", note=str(e))
             except NameNotResolved as e:
@@ -139,7 +143,10 @@ class Checker:
                     return CheckResult(url, "error", code, target, "redirect loop")
                 problem = self.policy.url_problem(target)
                 if problem:
-                    return CheckResult(url, "blocked", code, target, f"redirect to {problem}")
+                    # Pages link to final_url: a target that is not an http(s) URL
+                    # (javascript:, data:) is named by its scheme in the note, never kept.
+                    final = None if http_url_problem(target) else target
+                    return CheckResult(url, "blocked", code, final, f"redirect to {problem}")
                 seen.add(target)
                 current = target
                 continue
@@ -217,6 +224,8 @@ class Checker:
         if not isinstance(data, dict):
             return CheckResult(url, "error", code, note="GitHub API: not a JSON object")
         canonical = str(data.get("html_url") or "")
+        if http_url_problem(canonical):  # it becomes final_url, which pages link to
+            canonical = ""
         note = "archived" if data.get("archived") else None
         base = f"https://github.com/{owner}/{repo}"
         if canonical and canonical.lower() != base.lower():

@@ -24,6 +24,7 @@ from feeds.links.guard import (
     BlockedAddress,
     NameNotResolved,
     deadline,
+    http_url_problem,
     read_capped,
 )
 from feeds.model import Link
@@ -90,14 +91,23 @@ def parse_huggingface(content: bytes) -> list[Found]:
         if not isinstance(paper, dict) or not paper.get("title"):
             continue
         links = []
-        repo, page = paper.get("githubRepo"), paper.get("projectPage")
-        if isinstance(repo, str) and repo.startswith(("http://", "https://")):
-            links.append(Link(normalize_url(repo), classify(normalize_url(repo)), "huggingface"))
-        if isinstance(page, str) and page.startswith(("http://", "https://")):
-            links.append(Link(normalize_url(page), "project", "huggingface"))
+        repo, page = _http_url(paper.get("githubRepo")), _http_url(paper.get("projectPage"))
+        if repo:
+            links.append(Link(repo, classify(repo), "huggingface"))
+        if page:
+            links.append(Link(page, "project", "huggingface"))
         arxiv_id = paper.get("id") if isinstance(paper.get("id"), str) else None
         found.append(Found("huggingface", str(paper["title"]), arxiv_id, tuple(links)))
     return found
+
+
+def _http_url(value: object) -> str | None:
+    """Return an API answer's value as a normalized link URL, or None unless it is an
+    http(s) URL with a host: the value is anyone's text, and pages will link to it."""
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        return None
+    url = normalize_url(value)
+    return None if http_url_problem(url) else url
 
 
 class Throttle:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import httpcore
 import httpx
@@ -36,22 +36,49 @@ class NameNotResolved(Exception):
     """A host name did not resolve (no such name, or no network)."""
 
 
-def _embedded(ip: IPAddress) -> IPAddress | None:
-    """Return the IPv4 address hidden in an IPv4-mapped, 6to4 or Teredo IPv6 address."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return ip.ipv4_mapped
-        if ip.sixtofour is not None:
-            return ip.sixtofour
-        if ip.teredo is not None:
-            return ip.teredo[1]
-    return None
+class RedirectRefused(BlockedAddress):
+    """A redirect points where no request may go: not an http(s) URL with a host."""
+
+    def __init__(self, status: int, problem: str) -> None:
+        super().__init__(f"redirect to {problem}")
+        self.status = status
+
+
+# IPv6 prefixes whose last 32 bits are an IPv4 address that packets end up at: NAT64's
+# well-known prefix (RFC 6052), SIIT's IPv4-translated form (RFC 7915) and the deprecated
+# IPv4-compatible form (RFC 4291). ipaddress has no property for any of them, and its
+# `is_global` says True for 64:ff9b::7f00:1, which a NAT64 gateway delivers to 127.0.0.1.
+_TRAILING_IPV4 = tuple(
+    ipaddress.IPv6Network(n) for n in ("64:ff9b::/96", "::ffff:0:0:0/96", "::/96")
+)
+# Never public, whatever this Python's ipaddress tables say (they differ between versions):
+# local-use NAT64 (RFC 8215) translates to addresses of the operator's choosing, and
+# site-local addresses (deprecated by RFC 3879) may still be routed inside a site.
+_NOT_PUBLIC = tuple(ipaddress.IPv6Network(n) for n in ("64:ff9b:1::/48", "fec0::/10"))
+
+
+def _embedded(ip: IPAddress) -> tuple[ipaddress.IPv4Address, ...]:
+    """Return the IPv4 addresses an IPv6 address carries (IPv4-mapped, 6to4, Teredo's
+    server and client, NAT64, SIIT, IPv4-compatible): where its packets may end up."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return ()
+    if ip.ipv4_mapped is not None:
+        return (ip.ipv4_mapped,)
+    if ip.sixtofour is not None:
+        return (ip.sixtofour,)
+    if ip.teredo is not None:
+        return ip.teredo
+    if any(ip in net for net in _TRAILING_IPV4):
+        return (ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF),)
+    return ()
 
 
 def public_address(ip: IPAddress) -> bool:
-    """Return True only for globally routable unicast addresses."""
-    inner = _embedded(ip)
-    if inner is not None and not public_address(inner):
+    """Return True only for globally routable unicast addresses; an IPv6 address that
+    carries an IPv4 one is public only if that one is too."""
+    if isinstance(ip, ipaddress.IPv6Address) and any(ip in net for net in _NOT_PUBLIC):
+        return False
+    if not all(public_address(inner) for inner in _embedded(ip)):
         return False
     return ip.is_global and not ip.is_multicast
 
@@ -100,16 +127,10 @@ class AddressPolicy:
 
     def url_problem(self, url: str) -> str | None:
         """Return why a URL must not be fetched, judged from the URL alone, or None."""
-        try:
-            parts = urlsplit(url)
-            host = parts.hostname or ""
-            parts.port  # noqa: B018 -- raises ValueError for a bad port
-        except ValueError:
-            return "not a valid URL"
-        if parts.scheme not in ("http", "https"):
-            return f"not an http(s) URL ({parts.scheme or 'no scheme'})"
-        if not host:
-            return "no host in the URL"
+        problem = http_url_problem(url)
+        if problem:
+            return problem
+        host = urlsplit(url).hostname or ""
         ip = parse_host_ip(host)
         if ip is not None and not self.allows(host, ip):
             return f"address {ip} is not public"
@@ -118,6 +139,25 @@ class AddressPolicy:
         if local and name not in self.allow_names:
             return f"host {host} is local"
         return None
+
+
+def http_url_problem(url: str) -> str | None:
+    """Return why a text is not an absolute http(s) URL with a host, or None.
+
+    Only such a URL is fetched, and only such a URL may be recorded where a page or feed
+    will link to it (a `javascript:` or `data:` one would run in the reader's browser).
+    The reason names the scheme, never the rest of the text.
+    """
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a bad port
+    except ValueError:
+        return "not a valid URL"
+    if parts.scheme not in ("http", "https"):
+        return f"not an http(s) URL ({parts.scheme or 'no scheme'})"
+    if not parts.hostname:
+        return "no host in the URL"
+    return None
 
 
 # The deadline of the check under way in this thread: every connect, read and write gets at
@@ -240,6 +280,21 @@ def read_capped(response: httpx.Response, limit: int) -> bytes | None:
     return bytes(body)
 
 
+def _refuse_unfetchable_redirect(response: httpx.Response) -> None:
+    """Raise RedirectRefused for a redirect to anything but an http(s) URL with a host.
+
+    Callers follow redirects hop by hop, but httpx builds the next request of every redirect
+    all the same, and raises InvalidURL on `Location: javascript:alert(1)`: the check would
+    be an error retried forever, and a remote source or a lookup would crash the run. As a
+    response hook this runs first, and the redirect is refused like any other blocked hop.
+    """
+    location = response.headers.get("location")
+    if location is not None and response.has_redirect_location:
+        problem = http_url_problem(urljoin(str(response.request.url), location))
+        if problem:
+            raise RedirectRefused(response.status_code, problem)
+
+
 def guarded_client(
     policy: AddressPolicy, *, timeout: float, user_agent: str, max_connections: int = 16
 ) -> httpx.Client:
@@ -250,4 +305,5 @@ def guarded_client(
         timeout=httpx.Timeout(timeout),
         follow_redirects=False,  # each hop is checked by us
         headers={"User-Agent": user_agent},
+        event_hooks={"response": [_refuse_unfetchable_redirect]},
     )

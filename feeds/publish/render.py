@@ -29,7 +29,9 @@ from feeds.publish.view import (
     links_by_kind,
     matched_text,
     paper_path,
+    safe_href,
     topic_path,
+    web_url,
 )
 from feeds.store import ListRow
 from feeds.text import PAPER_NAMESPACE, clean_xml, paper_uuid
@@ -320,11 +322,11 @@ def _json_item(site: Site, item: Item) -> bytes:
             "matched": [{"term": h.term, "field": h.field} for h in item.matched],
             "links": [
                 {
-                    "url": link.url,
+                    "url": web_url(link.url),
                     "kind": link.kind,
                     "source": link.source,
                     "status": link.status,
-                    "final_url": link.final_url,
+                    "final_url": web_url(link.final_url),
                     "http_status": link.http_status,
                     "note": link.note,
                 }
@@ -464,7 +466,9 @@ def _reading_row(root: str, row: ListRow, links: tuple[Link, ...]) -> str:
         out += f" · {_esc(venue)}"
     for link in links:
         if link.kind in _ROW_KINDS:
-            out += f' · <a href="{_esc(link.final_url or link.url)}">{_esc(link.kind)}</a>'
+            href = safe_href(link)
+            kind = _esc(link.kind)
+            out += f' · <a href="{_esc(href)}">{kind}</a>' if href else f" · {kind}"
     if matched != "[]":
         out += f" · matched: {_matched_html(matched)}"
     return out + "</span></li>\n"
@@ -521,10 +525,9 @@ def content_html(paper: Paper, links: tuple[Link, ...]) -> str:
     out += "<ul>\n"
     for kind, group in links_by_kind(links):
         for link in group:
-            out += (
-                f'<li>{_esc(kind)}: <a href="{_esc(link.final_url or link.url)}">'
-                f"{_esc(link.url)}</a> ({_esc(link.status)}"
-            )
+            href, text = safe_href(link), _esc(link.url)
+            shown = f'<a href="{_esc(href)}">{text}</a>' if href else text
+            out += f"<li>{_esc(kind)}: {shown} ({_esc(link.status)}"
             if link.note:
                 out += f": {_esc(link.note)}"
             if link.source != "digest":
