@@ -23,34 +23,57 @@ DEFAULT_SUBSCRIPTIONS = Path("config/subscriptions.yaml")
 DEFAULT_SETTINGS = Path("config/settings.yaml")
 
 
-def _common(f: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option("--subscriptions", type=click.Path(path_type=Path),
-                     default=DEFAULT_SUBSCRIPTIONS, show_default=True, help="Topics file."),
-        click.option("--settings", type=click.Path(path_type=Path), default=None,
-                     help=f"Settings file [default: {DEFAULT_SETTINGS} if it exists]."),
-        click.option("--inbox", type=click.Path(path_type=Path), multiple=True,
-                     help="Folder of digests (repeatable); replaces the settings' inbox."),
-        click.option("--public", type=click.Path(path_type=Path), help="Output folder."),
-        click.option("--state", type=click.Path(path_type=Path), help="State database file."),
-        click.option("--offline", is_flag=True, help="No network: links are not checked."),
-        click.option("--quiet", "-q", is_flag=True, help="Print only problems."),
-        click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary."),
-    ]  # fmt: skip
-    for option in reversed(options):
-        f = option(f)
-    return f
+# The options the commands share, declared once. Each command lists those it uses; those it
+# would ignore are still taken (scripts pass the same options to every command), unlisted.
+_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "subscriptions": (("--subscriptions",), {
+        "type": click.Path(path_type=Path), "default": DEFAULT_SUBSCRIPTIONS,
+        "show_default": True, "help": "Topics file."}),
+    "settings": (("--settings",), {
+        "type": click.Path(path_type=Path), "default": None,
+        "help": f"Settings file [default: {DEFAULT_SETTINGS} if it exists]."}),
+    "inbox": (("--inbox",), {
+        "type": click.Path(path_type=Path), "multiple": True,
+        "help": "Folder of digests (repeatable); replaces the settings' inbox."}),
+    "public": (("--public",), {"type": click.Path(path_type=Path), "help": "Output folder."}),
+    "state": (("--state",), {"type": click.Path(path_type=Path), "help": "State database file."}),
+    "offline": (("--offline",), {"is_flag": True, "help": "No network: links are not checked."}),
+    "quiet": (("--quiet", "-q"), {"is_flag": True, "help": "Print only problems."}),
+    "json": (("--json", "as_json"), {"is_flag": True,
+                                     "help": "Print a machine-readable summary."}),
+}  # fmt: skip
+_ALL = tuple(_OPTIONS)
+_UNUSED = ("inbox", "public", "offline")  # by check and status
+
+
+def _options(
+    *names: str, unlisted: tuple[str, ...] = ()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Return a decorator adding the shared options `names` (in this order), and `unlisted`
+    ones, accepted and ignored (the command's function takes them as **_ignored)."""
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        for name in reversed((*names, *unlisted)):
+            decls, attrs = _OPTIONS[name]
+            f = click.option(*decls, **attrs, hidden=name in unlisted)(f)
+        return f
+
+    return decorate
 
 
 def _config(
     subscriptions: Path,
     settings: Path | None,
-    inbox: tuple[Path, ...],
-    public: Path | None,
-    state: Path | None,
+    inbox: tuple[Path, ...] = (),
+    public: Path | None = None,
+    state: Path | None = None,
 ) -> Config:
     if settings is None and DEFAULT_SETTINGS.exists():
         settings = DEFAULT_SETTINGS
+    if subscriptions == DEFAULT_SUBSCRIPTIONS and not subscriptions.exists():
+        # A folder without a config: most likely a first try. Say how to get one.
+        message = "file not found: `feeds init` writes an example config (and an inbox)"
+        raise ConfigError(message, file=str(subscriptions))
     config = load(subscriptions, settings)
     values: dict[str, Any] = {}
     if inbox:
@@ -96,7 +119,7 @@ def cli() -> None:
 
 
 @cli.command()
-@_common
+@_options(*_ALL)
 @click.option(
     "--repair", is_flag=True,
     help="Render every published file and write again those missing or changed by hand.",
@@ -165,16 +188,16 @@ def _print_summary(summary: Any, config: Config, quiet: bool, offline: bool) -> 
 
 
 @cli.command()
-@_common
+@_options("subscriptions", "settings", "state", "json", unlisted=_UNUSED)
 def status(
-    subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: Path | None,
-    state: Path | None, offline: bool, quiet: bool, as_json: bool,
+    subscriptions: Path, settings: Path | None, state: Path | None, as_json: bool,
+    **_ignored: Any,
 ) -> None:  # fmt: skip
     """Show digests ingested and rejected, papers, topics, link health and the last run."""
     from feeds.status import gather, render_text
 
     try:
-        config = _config(subscriptions, settings, inbox, public, state)
+        config = _config(subscriptions, settings, state=state)
         report = gather(config)
     except FeedsError as e:
         _fail(e)
@@ -186,10 +209,10 @@ def status(
 
 
 @cli.command()
-@_common
+@_options("subscriptions", "settings", "state", "quiet", "json", unlisted=_UNUSED)
 def check(
-    subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: Path | None,
-    state: Path | None, offline: bool, quiet: bool, as_json: bool,
+    subscriptions: Path, settings: Path | None, state: Path | None, quiet: bool, as_json: bool,
+    **_ignored: Any,
 ) -> None:  # fmt: skip
     """Validate the config; show what each topic matches among the stored papers."""
     from feeds.check import check_topics
@@ -202,7 +225,7 @@ def check(
             _progress(f"checking: {n:,} stored papers read")
 
     try:
-        config = _config(subscriptions, settings, inbox, public, state)
+        config = _config(subscriptions, settings, state=state)
         store = None
         if config.settings.state.exists():
             store = Store(config.settings.state, datetime.now(UTC))
@@ -227,10 +250,15 @@ def check(
         click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
     click.echo(f"{config.subscriptions_path}: ok, {count(len(config.topics), 'topic')}")
-    how = f"cron '{s.schedule_cron}'" if s.schedule_cron else f"every {_duration(s.schedule_every)}"
-    click.echo(f"schedule of feeds watch: {how}, in UTC")
-    for when in upcoming:
-        click.echo(f"  next: {say_when(when)}")
+    if not quiet:
+        how = (
+            f"cron '{s.schedule_cron}'"
+            if s.schedule_cron
+            else f"every {_duration(s.schedule_every)}"
+        )
+        click.echo(f"schedule of feeds watch: {how}, in UTC")
+        for when in upcoming:
+            click.echo(f"  next: {say_when(when)}")
     if not papers:
         click.echo("no stored papers yet: run `feeds run` to see what each topic matches")
         return
@@ -245,7 +273,7 @@ def check(
 
 
 @cli.command()
-@_common
+@_options(*_ALL)
 def watch(
     subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: Path | None,
     state: Path | None, offline: bool, quiet: bool, as_json: bool,
@@ -344,6 +372,38 @@ def serve(public: Path | None, settings: Path | None, host: str, port: int, verb
         pass
     finally:
         server.server_close()
+
+
+@cli.command()
+@click.option(
+    "--dir", "folder", default=".", show_default=True,
+    type=click.Path(file_okay=False, path_type=Path), help="The project folder.",
+)  # fmt: skip
+def init(folder: Path) -> None:
+    """Write an example config (topics and settings, commented) and an inbox folder.
+
+    Files that exist are left as they are: init never overwrites."""
+    from importlib.resources import files
+
+    examples = files("feeds") / "examples"
+    for name in ("subscriptions.yaml", "settings.yaml"):
+        target = folder / "config" / name
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("x", encoding="utf-8") as f:  # "x": never over a file
+                f.write((examples / name).read_text(encoding="utf-8"))
+        except FileExistsError:
+            click.echo(f"{target}: exists, left as it is")
+            continue
+        except OSError as e:
+            click.echo(f"error: cannot write {target}: {e.strerror}", err=True)
+            sys.exit(EXIT_FAILURE)
+        click.echo(f"wrote {target}")
+    inbox = folder / "seeds"
+    if not inbox.exists():
+        inbox.mkdir(parents=True)
+        click.echo(f"made {inbox}/: the inbox, where digest files go")
+    click.echo("next: edit the topics, put digests in the inbox, then `feeds run`")
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ from feeds.config import Settings
 from feeds.pipeline import run
 from feeds.say import shorten
 from feeds.schedule import crontab, next_times
-from tests.conftest import Workspace
+from tests.conftest import ROOT, Workspace
 
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
 Cli = Callable[..., CompletedProcess[str]]
@@ -193,3 +193,45 @@ def _wait(check: Callable[[], bool], timeout: float = 30) -> None:
     while not check():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.1)
+
+
+# --- an empty folder: feeds init -------------------------------------------------------------
+
+
+def test_init_writes_an_example_that_runs_and_never_overwrites(
+    tmp_path: Path, feeds_cli: Cli
+) -> None:
+    empty = feeds_cli(tmp_path, "run", "--offline")
+    assert empty.returncode == 2
+    assert "feeds init" in empty.stderr  # the way out is named
+    r = feeds_cli(tmp_path, "init")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "config" / "subscriptions.yaml").is_file()
+    assert (tmp_path / "seeds").is_dir()
+    shutil.copytree(ROOT / "seeds", tmp_path / "seeds", dirs_exist_ok=True)
+    ran = feeds_cli(tmp_path, "run", "--offline")
+    assert ran.returncode == 0, ran.stderr
+    check = feeds_cli(tmp_path, "check")
+    assert check.returncode == 0, check.stderr
+    assert "warning" not in check.stdout
+    # Edited files are never overwritten.
+    (tmp_path / "config" / "settings.yaml").write_text("site:\n  title: Mine\n")
+    again = feeds_cli(tmp_path, "init")
+    assert again.returncode == 0
+    assert "exists, left as it is" in again.stdout
+    assert (tmp_path / "config" / "settings.yaml").read_text() == "site:\n  title: Mine\n"
+
+
+def test_the_packaged_example_is_the_project_example() -> None:
+    packaged = ROOT / "feeds" / "examples" / "subscriptions.yaml"
+    assert packaged.read_bytes() == (ROOT / "config" / "subscriptions.yaml").read_bytes()
+
+
+def test_help_lists_only_options_a_command_uses(feeds_cli: Cli, tmp_path: Path) -> None:
+    for command in ("check", "status"):
+        shown = feeds_cli(tmp_path, command, "--help").stdout
+        for unused in ("--inbox", "--public", "--offline"):
+            assert unused not in shown, (command, unused)
+    refused = feeds_cli(tmp_path, "status", "--quiet")
+    assert refused.returncode == 2
+    assert "No such option '--quiet'" in refused.stderr
