@@ -10,6 +10,7 @@ from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
@@ -334,13 +335,14 @@ def watch(
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port",
-    default=8000,
-    show_default=True,
+    default=None,
     type=click.IntRange(0, 65535),
-    help="Port (0: any free one).",
+    help="Port (0: any free one)  [default: site.base_url's if local, else 8000]",
 )
 @click.option("--verbose", "-v", is_flag=True, help="Log every request.")
-def serve(public: Path | None, settings: Path | None, host: str, port: int, verbose: bool) -> None:
+def serve(
+    public: Path | None, settings: Path | None, host: str, port: int | None, verbose: bool
+) -> None:
     """Serve public/ on this machine for a feed reader (feed content types, 304s)."""
     from feeds.config import load_settings
     from feeds.serve import make_server
@@ -348,10 +350,15 @@ def serve(public: Path | None, settings: Path | None, host: str, port: int, verb
     try:
         if settings is None and DEFAULT_SETTINGS.exists():
             settings = DEFAULT_SETTINGS
-        folder = public or load_settings(settings).public_dir
+        site = load_settings(settings)
+        folder = public or site.public_dir
     except FeedsError as e:
         _fail(e)
         return
+    base = urlsplit(site.base_url)
+    local = base.hostname in ("localhost", "127.0.0.1", "::1")
+    if port is None:  # where the feeds' own links point, when that is this machine
+        port = (base.port or 80) if local else 8000
     if not (folder / "index.html").is_file():
         click.echo(f"error: {folder}/index.html not found: run `feeds run` first", err=True)
         sys.exit(EXIT_FAILURE)
@@ -364,6 +371,13 @@ def serve(public: Path | None, settings: Path | None, host: str, port: int, verb
     server.verbose = verbose  # type: ignore[attr-defined]
     # Not "localhost" for ::1: some readers resolve that name to 127.0.0.1 only.
     shown = "localhost" if host == "127.0.0.1" else address
+    if local and (base.port or 80) != server.server_address[1]:
+        click.echo(
+            f"note: the feeds' links point to {site.base_url} (site.base_url), not to this"
+            f" server: a reader would follow them there. Set site.base_url to"
+            f" http://{shown}:{server.server_address[1]}/ in the settings and `feeds run`.",
+            err=True,
+        )
     click.echo(f"serving {folder}/ at http://{shown}:{server.server_address[1]}/ (Ctrl-C stops)")
     click.echo(f"subscribe: http://{shown}:{server.server_address[1]}/feeds.opml")
     try:

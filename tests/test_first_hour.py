@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -235,3 +236,43 @@ def test_help_lists_only_options_a_command_uses(feeds_cli: Cli, tmp_path: Path) 
     refused = feeds_cli(tmp_path, "status", "--quiet")
     assert refused.returncode == 2
     assert "No such option '--quiet'" in refused.stderr
+
+
+# --- feeds serve and the feeds' base URL ---------------------------------------------------
+
+
+def test_serve_on_another_port_than_the_feeds_says_so(workspace: Workspace) -> None:
+    from tests.test_serve import start_serve, stop
+
+    run(workspace.config(), now=lambda: T0)
+    proc, port = start_serve(workspace.public, workspace.root)  # --port 0: not 8000
+    stop(proc)
+    _out, err = proc.communicate(timeout=10)
+    assert "note: the feeds' links point to http://localhost:8000/ (site.base_url)" in err
+    assert f"http://localhost:{port}/" in err
+
+
+def test_serve_listens_where_a_local_base_url_points(workspace: Workspace) -> None:
+    from tests.test_serve import request, stop
+
+    settings = workspace.root / "config" / "settings.yaml"
+    with socket.socket() as probe:  # a port free now
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings.write_text(f"site:\n  base_url: http://localhost:{port}/\n")
+    run(workspace.config(settings=settings), now=lambda: T0)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "feeds", "serve", "--public", str(workspace.public),
+         "--settings", str(settings)],
+        cwd=workspace.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert f"at http://localhost:{port}/" in proc.stdout.readline()
+        status, _headers, body = request(port, "/feeds/all.atom.xml")
+        assert status == 200
+        assert f"http://localhost:{port}/papers/".encode() in body
+    finally:
+        stop(proc)
+    _out, err = proc.communicate(timeout=10)
+    assert "note:" not in err
