@@ -217,7 +217,7 @@ def check(
 ) -> None:  # fmt: skip
     """Validate the config; show what each topic matches among the stored papers."""
     from feeds.check import check_topics
-    from feeds.store import Store
+    from feeds.state import Store
 
     show = sys.stderr.isatty() and not quiet and not as_json
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from feeds.store import Store
+    from feeds.state import Store
 
 P = TypeVar("P")  # a part
 R = TypeVar("R")  # what doing a part gives
@@ -198,7 +198,7 @@ def _main(fd: int) -> None:
     import signal
     from multiprocessing.connection import Connection
 
-    from feeds.store import Store
+    from feeds.state import Store
 
     # The run decides when to stop (see the module's doc): a Ctrl-C, a `systemctl stop` or
     # a closed terminal reaches the whole group, and the run tells the helper.

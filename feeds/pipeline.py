@@ -17,7 +17,7 @@ from feeds.lock import exclusive
 from feeds.publish.build import publish
 from feeds.publish.write import WriteStats
 from feeds.say import count
-from feeds.store import Store, encode_hits
+from feeds.state import Store, encode_hits
 
 if TYPE_CHECKING:
     from feeds.config import Criteria

@@ -8,7 +8,7 @@ from feeds.config import Settings
 from feeds.ingest import Input
 from feeds.links.guard import AddressPolicy, guarded_client
 from feeds.sources import SourceFailed, after_failure, after_success, fetch, stale_reason
-from feeds.store import Store
+from feeds.state import Store
 
 
 def fetch_sources(store: Store, settings: Settings, now: datetime) -> tuple[list[Input], list[str]]:

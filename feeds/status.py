@@ -10,7 +10,7 @@ from feeds.errors import StateError
 from feeds.model import SourceState
 from feeds.say import count
 from feeds.sources import stale_reason
-from feeds.store import Store
+from feeds.state import Store
 
 
 def gather(config: Config) -> dict[str, Any]:

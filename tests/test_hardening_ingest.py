@@ -14,7 +14,7 @@ from subprocess import CompletedProcess
 import pytest
 
 from feeds.pipeline import run
-from feeds.store import Store
+from feeds.state import Store
 from feeds.text import paper_id
 from tests.conftest import Workspace
 

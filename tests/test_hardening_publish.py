@@ -77,7 +77,7 @@ def test_a_state_that_cannot_be_written_is_one_clear_error(
         uri = f"{Path(str(path)).resolve().as_uri()}?mode=ro"
         return connect(uri, *args, uri=True, **{k: v for k, v in kwargs.items() if k != "uri"})  # type: ignore[arg-type]
 
-    monkeypatch.setattr("feeds.store.sqlite3.connect", read_only)
+    monkeypatch.setattr("feeds.state._db.sqlite3.connect", read_only)
     with pytest.raises(StateError) as error:
         run(workspace.config(), now=lambda: T0 + timedelta(hours=1))
     assert "cannot write the state database" in str(error.value)

@@ -166,7 +166,7 @@ from pathlib import Path
 from feeds.helper import Helper
 from feeds.publish.parts import Pages, Plan, Publishing
 from feeds.publish.view import Site
-from feeds.store import Store
+from feeds.state import Store
 
 state = Path(sys.argv[1])
 Store(state, datetime.now(UTC)).close()

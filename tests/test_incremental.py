@@ -199,7 +199,7 @@ def test_a_topic_looks_up_the_places_of_its_own_changed_papers_only(
     """Finding the archive parts a changed paper is on costs a lookup or two per paper: a
     topic must not ask about the new digest's papers that are not in it (a new digest's
     ten papers in a hundred topics would be a thousand lookups)."""
-    from feeds.store import Store
+    from feeds.state import Store
 
     run(_paged_config(project), now=lambda: T0)
     asked: list[tuple[str, set[str]]] = []
@@ -269,7 +269,7 @@ def test_a_run_with_nothing_new_loads_only_what_it_needs(project: Path) -> None:
 
 
 def test_archive_parts_in_one_pass_equal_parts_read_one_by_one(project: Path) -> None:
-    from feeds.store import Store
+    from feeds.state import Store
 
     run(_paged_config(project), now=lambda: T0)
     store = Store(project / "state.sqlite3", T0)

@@ -266,7 +266,7 @@ def test_a_run_that_dies_while_ingesting_keeps_the_digests_read_whole(
     """Digests are committed many at a time, each whole: a run stopped in the middle of one
     keeps those before it, and nothing of that one, which the next run ingests."""
     from feeds.model import Link
-    from feeds.store import Store
+    from feeds.state import Store
 
     (project / "seeds" / "000_ffe79e0d7d0ca876.txt").rename(project / "seeds" / "a.txt")
     (project / "seeds" / "002_891ef091818cbb33.txt").rename(project / "seeds" / "b.txt")
@@ -301,7 +301,7 @@ def test_the_memberships_stored_are_those_the_matcher_gives(project: Path) -> No
     """Hits are encoded where the papers are matched, and most encodings are reused: every
     stored membership must still carry its own paper's hits."""
     from feeds.match import Matcher
-    from feeds.store import Store, encode_hits
+    from feeds.state import Store, encode_hits
 
     config = _config(project)
     run(config, now=lambda: T0)
@@ -323,7 +323,7 @@ def test_hits_made_afresh_for_each_paper_are_encoded_for_each(tmp_path: Path) ->
     # and let go must not lend its encoding to the next one's.
     from feeds.model import Hit, Paper
     from feeds.pipeline import Matching
-    from feeds.store import Store, encode_hits
+    from feeds.state import Store, encode_hits
     from feeds.text import paper_id
 
     class Fresh:

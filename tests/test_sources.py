@@ -19,7 +19,7 @@ import pytest
 
 from feeds.config import Config
 from feeds.pipeline import RunSummary, run
-from feeds.store import Store
+from feeds.state import Store
 from tests.conftest import ROOT, Workspace, make_workspace, run_feeds
 
 SEEDS = sorted((ROOT / "seeds").glob("*.txt"))

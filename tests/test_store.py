@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from feeds.model import Hit, Paper
-from feeds.store import Store, encode_hits
+from feeds.state import Store, encode_hits
 from feeds.text import paper_id
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)

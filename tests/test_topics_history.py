@@ -171,7 +171,7 @@ def test_feeds_check_words_a_count_of_one_in_the_singular(project: Path) -> None
 def _sizes_are_exact(project: Path) -> None:
     import sqlite3
 
-    from feeds.store import SCHEMA_VERSION, Store
+    from feeds.state import SCHEMA_VERSION, Store
 
     store = Store(project / "state.sqlite3", T0)
     counted = dict(
@@ -210,7 +210,7 @@ def test_a_state_from_before_topic_sizes_is_migrated(project: Path) -> None:
 def test_a_state_from_before_the_covering_order_index_is_migrated(project: Path) -> None:
     import sqlite3
 
-    from feeds.store import _MEMBER_INDEXES
+    from feeds.state import MEMBER_INDEXES as _MEMBER_INDEXES
 
     run(_config(project, BEFORE), now=lambda: T0)
     db = sqlite3.connect(project / "state.sqlite3", isolation_level=None)

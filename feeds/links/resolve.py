@@ -15,7 +15,7 @@ from feeds.links.check import Checker, check_many
 from feeds.links.enrich import Enricher, LookupFailed, Throttle
 from feeds.links.guard import AddressPolicy, guarded_client
 from feeds.links.policy import schedule
-from feeds.store import Store
+from feeds.state import Store
 
 USER_AGENT = f"paperfeeds/{__version__} (+https://pypi.org/project/paperfeeds/; link checker)"
 LOOKUP_AGAIN = timedelta(days=30)  # nothing found: papers gain code links later

@@ -17,7 +17,7 @@ from feeds import __version__
 from feeds.config import Config
 from feeds.publish.paths import ALL, topic_files
 from feeds.publish.write import Writer, WriteStats, cannot_write, sweep
-from feeds.store import Store
+from feeds.state import Store
 
 if TYPE_CHECKING:
     from feeds.publish.parts import Part

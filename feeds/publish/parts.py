@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from feeds.publish.paths import ALL
-from feeds.store import ListRow, Store
+from feeds.state import ListRow, Store
 
 if TYPE_CHECKING:
     from feeds.model import Hit, Paper

@@ -33,7 +33,7 @@ from feeds.publish.view import (
     topic_path,
     web_url,
 )
-from feeds.store import ListRow
+from feeds.state import ListRow
 from feeds.text import PAPER_NAMESPACE, clean_xml, paper_uuid
 
 if TYPE_CHECKING:

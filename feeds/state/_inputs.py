@@ -1,0 +1,143 @@
+"""What came in and what ran: digests (with their record problems), the inbox files read
+and remote sources fetched, and the runs."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from feeds.state._db import StoreBase
+from feeds.state._rows import opt_dt, opt_ts, ts
+
+if TYPE_CHECKING:
+    from feeds.model import Diagnostic, SourceState
+
+
+def _file_key(path: str) -> str | bytes:
+    """Return how the files table knows a path: as text, or, for a name that is not UTF-8
+    (lone surrogates, see os.fsdecode), as its bytes: a blob, which equals no text."""
+    if path.isascii():
+        return path
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
+class InputsMixin(StoreBase):
+    def digest_status(self, digest_hash: str) -> str | None:
+        row = self.db.execute(
+            "SELECT status FROM digests WHERE hash = ?", (digest_hash,)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def add_digest(
+        self,
+        digest_hash: str,
+        name: str,
+        now: datetime,
+        *,
+        status: str,
+        reason: str | None = None,
+        venue: str | None = None,
+        papers: int = 0,
+        diagnostics: Sequence[Diagnostic] = (),
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO digests VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (digest_hash, name, ts(now), status, reason, venue, papers),
+        )
+        self.db.executemany(
+            "INSERT INTO diagnostics VALUES (?, ?, ?, ?)",
+            [(digest_hash, d.file, d.line, d.message) for d in diagnostics],
+        )
+
+    def rejected(self) -> list[tuple[str, str, str]]:
+        """Return (name, when, reason) of every rejected digest, newest first."""
+        rows = self.db.execute(
+            "SELECT name, seen, reason FROM digests WHERE status = 'rejected' ORDER BY seen DESC"
+        )
+        return [(str(n), str(s), str(r)) for n, s, r in rows]
+
+    def diagnostics(self) -> list[Diagnostic]:
+        from feeds.model import Diagnostic
+
+        rows = self.db.execute("SELECT file, line, message FROM diagnostics ORDER BY rowid")
+        return [Diagnostic(str(f), int(n), str(m)) for f, n, m in rows]
+
+    def known_file(self, path: str, size: int, mtime_ns: int) -> bool:
+        """Return True when this file was read before and has not changed since."""
+        if self._files is None:  # one query for a whole inbox, not one per file
+            rows = self.db.execute("SELECT path, size, mtime_ns FROM files")
+            self._files = {p: (int(n), int(t)) for p, n, t in rows}
+        return self._files.get(_file_key(path)) == (size, mtime_ns)
+
+    def file_digest(self, path: str) -> str | None:
+        """Return the hash of the content this file had when it was last read, or None."""
+        row = self.db.execute("SELECT hash FROM files WHERE path = ?", (_file_key(path),))
+        found = row.fetchone()
+        return None if found is None else str(found[0])
+
+    def put_file(self, path: str, size: int, mtime_ns: int, digest_hash: str) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
+            (_file_key(path), size, mtime_ns, digest_hash),
+        )
+
+    def source(self, url: str) -> SourceState:
+        from feeds.model import SourceState
+
+        row = self.db.execute(
+            "SELECT etag, last_modified, last_ok, last_change, failures, next_try, error"
+            " FROM sources WHERE url = ?",
+            (url,),
+        ).fetchone()
+        if row is None:
+            return SourceState(url)
+        etag, modified, ok, change, failures, next_try, error = row
+        return SourceState(
+            url, etag, modified, opt_dt(ok), opt_dt(change), int(failures), opt_dt(next_try), error
+        )
+
+    def put_source(self, s: SourceState) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (s.url, s.etag, s.last_modified, opt_ts(s.last_ok), opt_ts(s.last_change),
+             s.failures, opt_ts(s.next_try), s.error),
+        )  # fmt: skip
+
+    def sources(self) -> list[SourceState]:
+        rows = self.db.execute("SELECT url FROM sources ORDER BY url")
+        return [self.source(str(r[0])) for r in rows]
+
+    def start_run(self, now: datetime) -> int:
+        cur = self.db.execute("INSERT INTO runs (started) VALUES (?)", (ts(now),))
+        return int(cur.lastrowid or 0)
+
+    def finish_run(self, run_id: int, now: datetime, summary: dict[str, Any]) -> None:
+        self.db.execute(
+            "UPDATE runs SET finished = ?, summary = ? WHERE id = ?",
+            (ts(now), json.dumps(summary, ensure_ascii=False, sort_keys=True), run_id),
+        )
+
+    def last_run(self) -> tuple[str, str | None, dict[str, Any]] | None:
+        row = self.db.execute(
+            "SELECT started, finished, summary FROM runs ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return None
+        return str(row[0]), row[1], json.loads(row[2]) if row[2] else {}
+
+    def counts(self) -> dict[str, int]:
+        q = {
+            "digests": "SELECT count(*) FROM digests WHERE status = 'ok'",
+            "rejected": "SELECT count(*) FROM digests WHERE status = 'rejected'",
+            "papers": "SELECT count(*) FROM papers",
+            "links": "SELECT count(*) FROM links",
+            "record_problems": "SELECT count(*) FROM diagnostics",
+        }
+        return {k: int(self.db.execute(sql).fetchone()[0]) for k, sql in q.items()}
