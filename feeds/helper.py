@@ -3,7 +3,7 @@
 Python runs one thread at a time in a process (the interpreter lock); a second process
 runs beside it. A job that splits into parts either process can do — publishing (topics,
 batches of paper pages: feeds.publish.parts.Publishing) or matching a long history
-(ranges of papers: feeds.pipeline.Matching) — is shared: this process does parts from the
+(ranges of papers: feeds.matching.Matching) — is shared: this process does parts from the
 first on, the helper from the last back, until they meet (see share).
 
 The helper is `python -m feeds.helper`: it opens the state to read only (in WAL mode it

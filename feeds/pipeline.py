@@ -16,13 +16,10 @@ from feeds.ingest import Input, inbox_files, read_input, shown
 from feeds.lock import exclusive
 from feeds.publish.build import publish
 from feeds.publish.write import WriteStats
-from feeds.say import count
-from feeds.state import Store, encode_hits
+from feeds.state import Store
 
 if TYPE_CHECKING:
-    from feeds.config import Criteria
-    from feeds.match import Matcher
-    from feeds.model import Diagnostic, Hit, Paper, ParsedDigest
+    from feeds.model import Diagnostic, Paper, ParsedDigest
 
 Progress = Callable[[str], None]
 
@@ -311,129 +308,36 @@ def _remember(store: Store, item: Input, digest_hash: str) -> None:
 def _match(
     config: Config, store: Store, now: datetime, progress: Progress = lambda _m: None
 ) -> dict[str, int]:
-    """Update topic memberships; return how many papers entered each topic.
+    """Update topic memberships as membership.plan and membership.Changes decide; return
+    how many papers entered each topic."""
+    from feeds.matching import Matching, matched
+    from feeds.membership import Changes, plan
 
-    Topics that are new or edited are matched against the whole history; the others only
-    against the papers that are new or changed since the last match.
-    """
-    known = store.topic_fingerprints()
-    wanted = {t.id for t in config.topics}
+    criteria = {t.id: t.criteria for t in config.topics}
     prints = {t.id: t.fingerprint for t in config.topics}
-    fresh = [t for t in config.topics if known.get(t.id) != prints[t.id]]
-    steady = [t for t in config.topics if known.get(t.id) == prints[t.id]]
-    changed = store.has_unmatched()
-    new_matches = {t.id: 0 for t in config.topics}
+    todo = plan(prints, store.topic_fingerprints(), papers_waiting=store.has_unmatched())
+    new_matches = dict.fromkeys(criteria, 0)
     with store.transaction(), store.bulk_members():
-        for topic_id in known.keys() - wanted:
+        for topic_id in todo.drop:
             store.drop_topic(topic_id)
-        groups = [(fresh, False), (steady, True)] if changed else [(fresh, False)]
-        for topics, unmatched_only in groups:
-            if not topics:
-                continue
-            job = Matching(tuple((t.id, t.criteria) for t in topics), unmatched_only)
-            ids = {t.id for t in topics}
-            # Members before, to remove those that no longer match (an edited topic, or a
-            # paper whose new information hits a `none` term). Entry dates of those that
-            # stay are kept by set_member.
-            before = store.members_of(ids, unmatched_only)
-            had = {paper_id for _topic, paper_id in before}
-            still: set[tuple[str, str]] = set()
+        for topic_ids, unmatched_only in todo.groups:
+            job = Matching(tuple((t, criteria[t]) for t in topic_ids), unmatched_only)
+            changes = Changes(store.members_of(set(topic_ids), unmatched_only))
             batch: list[tuple[str, str, int, str]] = []
-            for paper_id, seq, matches in _matched(store, job, progress):
-                if paper_id not in had:
-                    # The common case (a new paper): nothing to compare with, so the
-                    # memberships are inserted in bulk.
-                    for topic_id, matched in matches:
-                        batch.append((topic_id, paper_id, seq, matched))
-                        new_matches[topic_id] += 1
-                else:
-                    for topic_id, matched in matches:
-                        still.add((topic_id, paper_id))
-                        if store.set_member(topic_id, paper_id, matched, now):
-                            new_matches[topic_id] += 1
+            for paper_id, seq, matches in matched(store, job, progress):
+                enter, stay = changes.of(paper_id, seq, matches)
+                batch += enter
+                for topic_id, _pid, _seq, _hits in enter:
+                    new_matches[topic_id] += 1
+                for topic_id, hits in stay:
+                    store.set_hits(topic_id, paper_id, hits)
                 if len(batch) >= 10_000:
                     store.add_members(batch, now)
                     batch.clear()
             store.add_members(batch, now)
-            for topic_id, paper_id in before - still:
+            for topic_id, paper_id in changes.gone():
                 store.remove_member(topic_id, paper_id)
-        for topic in fresh:
-            store.set_topic(topic.id, prints[topic.id])
+        for topic_id in todo.record:
+            store.set_topic(topic_id, prints[topic_id])
         store.mark_matched()
     return new_matches
-
-
-_PAPERS_PER_MATCH = 2_000  # ~0.1 s of matching: a part to share with the helper
-
-# A paper that matches: its id and seq, its topics and their hits as the state stores them
-# (store.encode_hits); what matching a part gives. Encoded by whichever process matched:
-# strings cost the run less to receive and to store than Hit objects.
-PaperMatches = tuple[str, int, list[tuple[str, str]]]
-Matched = list[PaperMatches]
-
-
-def _matched(store: Store, job: Matching, progress: Progress) -> Iterator[PaperMatches]:
-    """Yield (paper id, seq, [(topic id, hits)]) for each paper of the job that matches a
-    topic: a long history is matched by this process and the helper together."""
-    from feeds.helper import shared
-
-    parts = store.seq_ranges(_PAPERS_PER_MATCH, unmatched_only=job.unmatched_only)
-    total, begun = sum(n for _first, _end, n in parts), 0
-
-    def begin(part: tuple[int, int, int]) -> None:
-        nonlocal begun
-        begun += part[2]
-        topics = count(len(job.topics), "topic")
-        progress(f"matching: {begun:,} of {count(total, 'paper')} against {topics}")
-
-    def here(part: tuple[int, int, int]) -> Matched:
-        return job.run(store, part)
-
-    for matched in shared(store.path, job, parts, total, here, begin):
-        yield from matched
-
-
-class Matching:
-    """Matching papers against topics, a range of arrival order at a time (a part:
-    first seq, the seq after the last, how many papers), in this process or in the helper
-    (see feeds.helper), which is sent it without its matcher and loads its own from the
-    cache (see match.cached_matcher)."""
-
-    def __init__(self, topics: tuple[tuple[str, Criteria], ...], unmatched_only: bool) -> None:
-        self.topics = topics
-        self.unmatched_only = unmatched_only
-        self._matcher: Matcher | None = None
-        self._encoded: dict[int, tuple[tuple[Hit, ...], str]] = {}  # see run
-
-    def __getstate__(self) -> tuple[tuple[tuple[str, Criteria], ...], bool]:
-        return self.topics, self.unmatched_only
-
-    def __setstate__(self, state: tuple[tuple[tuple[str, Criteria], ...], bool]) -> None:
-        self.topics, self.unmatched_only = state
-        self._matcher = None
-        self._encoded = {}
-
-    def run(self, store: Store, part: tuple[int, int, int]) -> Matched:
-        if self._matcher is None:
-            from feeds.match import cached_matcher
-
-            self._matcher = cached_matcher(self.topics)
-        match, encoded = self._matcher.match, self._encoded
-        first, end, _count = part
-        out: Matched = []
-        for seq, paper in store.papers_between(first, end, unmatched_only=self.unmatched_only):
-            matches = match(paper)
-            if matches:
-                row = []
-                for topic_id, hits in matches:
-                    # Most hits are tuples the matcher keeps and hands out again: encoded
-                    # once each, found by identity (a Hit hashes in Python, slowly). The
-                    # entry holds the tuple: no other object gets its id while it is there.
-                    known = encoded.get(id(hits))
-                    if known is None:
-                        if len(encoded) > 100_000:
-                            encoded.clear()
-                        known = encoded[id(hits)] = (hits, encode_hits(hits))
-                    row.append((topic_id, known[1]))
-                out.append((paper.paper_id, seq, row))
-        return out

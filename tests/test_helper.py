@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from feeds import helper, pipeline
+from feeds import helper, matching
 from feeds.config import Config
 from feeds.errors import PublishError
 from feeds.pipeline import RunSummary, run
@@ -55,7 +55,7 @@ def handed(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     (a match's are ranges of papers: (first seq, the seq after the last, count))."""
     monkeypatch.setattr(helper, "HELP_FROM", 0)
     monkeypatch.setattr(parts, "PAGES_PER_PART", 7)
-    monkeypatch.setattr(pipeline, "_PAPERS_PER_MATCH", 7)
+    monkeypatch.setattr(matching, "PAPERS_PER_MATCH", 7)
     given: list[object] = []
     send = helper.Helper.send
 
@@ -228,7 +228,7 @@ def test_the_helper_ignores_interrupts_and_exits_with_its_parent(tmp_path: Path)
 # A helper that does its first part and dies in its second, as if killed for memory.
 _DIES_LATER = """\
 import os, sys
-from feeds import helper, pipeline
+from feeds import helper, matching
 from feeds.publish import parts
 done = []
 
@@ -241,7 +241,7 @@ def once(real):
     return run
 
 parts.Publishing.run = once(parts.Publishing.run)
-pipeline.Matching.run = once(pipeline.Matching.run)
+matching.Matching.run = once(matching.Matching.run)
 helper._main(int(sys.argv[1]))
 """
 

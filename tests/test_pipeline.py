@@ -321,8 +321,8 @@ def test_the_memberships_stored_are_those_the_matcher_gives(project: Path) -> No
 def test_hits_made_afresh_for_each_paper_are_encoded_for_each(tmp_path: Path) -> None:
     # Encodings are found by the identity of the hits' tuple: a tuple made for one paper
     # and let go must not lend its encoding to the next one's.
+    from feeds.matching import Matching
     from feeds.model import Hit, Paper
-    from feeds.pipeline import Matching
     from feeds.state import Store, encode_hits
     from feeds.text import paper_id
 

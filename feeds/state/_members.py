@@ -57,29 +57,16 @@ class MembersMixin(DirtyMixin):
         self.db.execute("DELETE FROM members WHERE topic_id = ?", (topic_id,))
         self.db.execute("DELETE FROM topic_sizes WHERE topic_id = ?", (topic_id,))
 
-    def set_member(self, topic_id: str, paper_id: str, matched: str, now: datetime) -> bool:
-        """Record that a paper is in a topic with these hits (see encode_hits), keeping its
-        entry date; True if it is new."""
-        row = self.db.execute(
-            "SELECT matched FROM members WHERE topic_id = ? AND paper_id = ?", (topic_id, paper_id)
-        ).fetchone()
-        if row is None:
-            cursor = self.db.execute(
-                "INSERT INTO members SELECT ?, ?, ?, seq, ? FROM papers WHERE paper_id = ?",
-                (topic_id, paper_id, ts(now), matched, paper_id),
-            )
-            self._resize(topic_id, cursor.rowcount)
+    def set_hits(self, topic_id: str, paper_id: str, matched: str) -> None:
+        """Record a kept membership's hits (see encode_hits), if they changed; its entry
+        date stays."""
+        cursor = self.db.execute(
+            "UPDATE members SET matched = ? WHERE topic_id = ? AND paper_id = ? AND matched != ?",
+            (matched, topic_id, paper_id, matched),
+        )
+        if cursor.rowcount:
             self.touch("paper", paper_id)
             self.touch("topic", topic_id)
-            return True
-        if row[0] != matched:
-            self.db.execute(
-                "UPDATE members SET matched = ? WHERE topic_id = ? AND paper_id = ?",
-                (matched, topic_id, paper_id),
-            )
-            self.touch("paper", paper_id)
-            self.touch("topic", topic_id)
-        return False
 
     @contextmanager
     def bulk_members(self) -> Iterator[None]:

@@ -1,0 +1,93 @@
+"""A matching job: papers of a range of arrival order matched against some topics, in this
+process or in the helper (see feeds.helper), which receives the job without its matcher
+and loads its own from the cache."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from feeds.say import count
+from feeds.state import Store, encode_hits
+
+if TYPE_CHECKING:
+    from feeds.config import Criteria
+    from feeds.match import Matcher
+    from feeds.model import Hit
+
+Progress = Callable[[str], None]
+
+PAPERS_PER_MATCH = 2_000  # ~0.1 s of matching: a part to share with the helper
+
+# A paper that matches: its id and seq, its topics and their hits as the state stores them
+# (store.encode_hits); what matching a part gives. Encoded by whichever process matched:
+# strings cost the run less to receive and to store than Hit objects.
+PaperMatches = tuple[str, int, list[tuple[str, str]]]
+Matched = list[PaperMatches]
+
+
+def matched(store: Store, job: Matching, progress: Progress) -> Iterator[PaperMatches]:
+    """Yield (paper id, seq, [(topic id, hits)]) for each paper of the job that matches a
+    topic: a long history is matched by this process and the helper together."""
+    from feeds.helper import shared
+
+    parts = store.seq_ranges(PAPERS_PER_MATCH, unmatched_only=job.unmatched_only)
+    total, begun = sum(n for _first, _end, n in parts), 0
+
+    def begin(part: tuple[int, int, int]) -> None:
+        nonlocal begun
+        begun += part[2]
+        topics = count(len(job.topics), "topic")
+        progress(f"matching: {begun:,} of {count(total, 'paper')} against {topics}")
+
+    def here(part: tuple[int, int, int]) -> Matched:
+        return job.run(store, part)
+
+    for matched in shared(store.path, job, parts, total, here, begin):
+        yield from matched
+
+
+class Matching:
+    """Matching papers against topics, a range of arrival order at a time (a part:
+    first seq, the seq after the last, how many papers), in this process or in the helper
+    (see feeds.helper), which is sent it without its matcher and loads its own from the
+    cache (see match.cached_matcher)."""
+
+    def __init__(self, topics: tuple[tuple[str, Criteria], ...], unmatched_only: bool) -> None:
+        self.topics = topics
+        self.unmatched_only = unmatched_only
+        self._matcher: Matcher | None = None
+        self._encoded: dict[int, tuple[tuple[Hit, ...], str]] = {}  # see run
+
+    def __getstate__(self) -> tuple[tuple[tuple[str, Criteria], ...], bool]:
+        return self.topics, self.unmatched_only
+
+    def __setstate__(self, state: tuple[tuple[tuple[str, Criteria], ...], bool]) -> None:
+        self.topics, self.unmatched_only = state
+        self._matcher = None
+        self._encoded = {}
+
+    def run(self, store: Store, part: tuple[int, int, int]) -> Matched:
+        if self._matcher is None:
+            from feeds.match import cached_matcher
+
+            self._matcher = cached_matcher(self.topics)
+        match, encoded = self._matcher.match, self._encoded
+        first, end, _count = part
+        out: Matched = []
+        for seq, paper in store.papers_between(first, end, unmatched_only=self.unmatched_only):
+            matches = match(paper)
+            if matches:
+                row = []
+                for topic_id, hits in matches:
+                    # Most hits are tuples the matcher keeps and hands out again: encoded
+                    # once each, found by identity (a Hit hashes in Python, slowly). The
+                    # entry holds the tuple: no other object gets its id while it is there.
+                    known = encoded.get(id(hits))
+                    if known is None:
+                        if len(encoded) > 100_000:
+                            encoded.clear()
+                        known = encoded[id(hits)] = (hits, encode_hits(hits))
+                    row.append((topic_id, known[1]))
+                out.append((paper.paper_id, seq, row))
+        return out
