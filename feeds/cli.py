@@ -84,8 +84,9 @@ def _config(
     if state:
         values["state"] = state
     s = replace(config.settings, **values)
-    if s.state.resolve().is_relative_to(s.public_dir.resolve()):
-        raise ConfigError(f"the state ({s.state}) must not be inside public/ ({s.public_dir})")
+    from feeds.configfile import check_places  # here: a cached config needs no YAML reader
+
+    check_places(s, (subscriptions, settings))
     return replace(config, settings=s)
 
 

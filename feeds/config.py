@@ -106,11 +106,14 @@ class Config:
     subscriptions_path: Path
 
 
-def load_settings(path: Path | None) -> Settings:
-    """Return the settings from a file, defaults for what it leaves out (or if path is None)."""
+def load_settings(path: Path | None, config_files: tuple[Path, ...] = ()) -> Settings:
+    """Return the settings from a file, defaults for what it leaves out (or if path is None).
+
+    `config_files`: the other config files, whose folders public/ must stay out of.
+    """
     from feeds.configfile import read_settings
 
-    return read_settings(path)
+    return read_settings(path, config_files)
 
 
 def load_subscriptions(path: Path) -> tuple[Topic, ...]:
@@ -133,7 +136,7 @@ def load(subscriptions: Path, settings: Path | None) -> Config:
         if isinstance(cached, Config):
             return cached
     config = Config(
-        settings=load_settings(settings),
+        settings=load_settings(settings, (subscriptions,)),
         topics=load_subscriptions(subscriptions),
         subscriptions_path=subscriptions,
     )

@@ -6,7 +6,7 @@ Every mistake is reported as ConfigError with file:line and, where obvious, a su
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +24,12 @@ TOPIC_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 RESERVED_IDS = {"all"}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# Upper bounds, so that no value fails later as an OverflowError (SQLite takes 64-bit
+# integers, timedelta a billion days, time.sleep less) or starts a thread per link.
+MAX_ITEMS = 1_000_000  # max_items, site.page_size: papers in a feed, on a page
+MAX_CONCURRENCY = 1_000  # links.concurrency and per_host: a thread each
+MAX_LOOKUPS = 1_000_000  # links.lookups_per_run
+MAX_DAYS = 365  # every duration
 T = TypeVar("T")
 
 
@@ -207,11 +213,7 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
             f"topic {topic_id!r} has no positive criterion; give at least one of "
             "any, all, authors, institutions, venues ('none' alone would match everything)",
         )
-    max_items = None
-    if "max_items" in m:
-        max_items = r.value(m["max_items"], (int,), "max_items")
-        if max_items < 1:
-            raise r.fail(m["max_items"], "max_items must be at least 1")
+    max_items = _count(r, m["max_items"], "max_items", 1, MAX_ITEMS) if "max_items" in m else None
     return Topic(
         id=topic_id,
         title=r.text(m["title"], "title"),
@@ -238,8 +240,12 @@ _SETTINGS_KEYS: tuple[str, ...] = (
 _SETTINGS_KEYS += ("feed", "links")
 
 
-def read_settings(path: Path | None) -> Settings:
-    """Return the settings from a file, defaults for what it leaves out (or if path is None)."""
+def read_settings(path: Path | None, config_files: Iterable[Path] = ()) -> Settings:
+    """Return the settings from a file, defaults for what it leaves out (or if path is None).
+
+    `config_files`: the other config files (the subscriptions), whose folder public/ must
+    stay out of, as this file's own (see check_places).
+    """
     if path is None:
         return Settings()
     r = _Reader(path)
@@ -252,9 +258,7 @@ def read_settings(path: Path | None) -> Settings:
     if "site" in m:
         site = r.mapping(m["site"], ("title", "base_url", "page_size"), "site")
         if "page_size" in site:
-            values["page_size"] = r.value(site["page_size"], (int,), "site.page_size")
-            if values["page_size"] < 1:
-                raise r.fail(site["page_size"], "site.page_size must be at least 1")
+            values["page_size"] = _count(r, site["page_size"], "site.page_size", 1, MAX_ITEMS)
         if "title" in site:
             values["site_title"] = r.text(site["title"], "site.title")
         if "base_url" in site:
@@ -289,20 +293,20 @@ def read_settings(path: Path | None) -> Settings:
     if "feed" in m:
         feed = r.mapping(m["feed"], ("max_items",), "feed")
         if "max_items" in feed:
-            values["max_items"] = r.value(feed["max_items"], (int,), "feed.max_items")
-            if values["max_items"] < 1:
-                raise r.fail(feed["max_items"], "feed.max_items must be at least 1")
+            values["max_items"] = _count(r, feed["max_items"], "feed.max_items", 1, MAX_ITEMS)
     if "links" in m:
         links = r.mapping(m["links"], _LINK_KEYS, "links")
         lv: dict[str, Any] = {}
         for key in ("check", "arxiv", "huggingface"):
             if key in links:
                 lv[key] = r.value(links[key], (bool,), f"links.{key}")
-        for key in ("per_host", "lookups_per_run"):
+        for key, least, most in (
+            ("concurrency", 1, MAX_CONCURRENCY),
+            ("per_host", 1, MAX_CONCURRENCY),
+            ("lookups_per_run", 0, MAX_LOOKUPS),
+        ):
             if key in links:
-                lv[key] = r.value(links[key], (int,), f"links.{key}")
-                if lv[key] < (1 if key == "per_host" else 0):
-                    raise r.fail(links[key], f"links.{key} is too small")
+                lv[key] = _count(r, links[key], f"links.{key}", least, most)
         for key in ("arxiv_api", "huggingface_api", "github_api"):
             if key in links:
                 lv[key] = _http_url(r, links[key], f"links.{key}")
@@ -312,12 +316,71 @@ def read_settings(path: Path | None) -> Settings:
             lv["arxiv_delay"] = _duration(r, links["arxiv_delay"], "links.arxiv_delay")
         if "timeout" in links:
             lv["timeout"] = _duration(r, links["timeout"], "links.timeout", least=0.1)
-        if "concurrency" in links:
-            lv["concurrency"] = r.value(links["concurrency"], (int,), "links.concurrency")
-            if lv["concurrency"] < 1:
-                raise r.fail(links["concurrency"], "links.concurrency must be at least 1")
         values["links"] = LinkSettings(**lv)
-    return replace(s, **values)
+    settings = replace(s, **values)
+    # Said here, at the line of what this file sets, if it is at fault; check_places says it
+    # again for the paths in effect (the command line's --public, --inbox, --state applied).
+    overlap = _places_problem(settings, (path, *config_files))
+    if overlap is not None:
+        keys, message = overlap
+        node = next((m[key] for key in keys if key in m), None)
+        if node is not None:
+            raise r.fail(node, message)
+    return settings
+
+
+_APART = (
+    "the site is written into public/ and a full build removes files there; "
+    "give it a folder of its own"
+)
+
+
+def check_places(settings: Settings, config_files: Iterable[Path | None]) -> None:
+    """Raise ConfigError when public/ holds the state, or is, contains or is inside an inbox
+    folder, or is or contains the folder of a config file (the subscriptions, the settings).
+
+    For the paths in effect: call it once the command line's --public, --inbox and --state
+    replaced what the settings say. Paths compare resolved (symlinks, `..`).
+    """
+    problem = _places_problem(settings, [p for p in config_files if p is not None])
+    if problem is not None:
+        raise ConfigError(problem[1])
+
+
+def _places_problem(
+    s: Settings, config_files: Iterable[Path]
+) -> tuple[tuple[str, ...], str] | None:
+    """Return the settings at fault (first the one to point at) and what is wrong with where
+    public/ is, or None when it is apart from the state, the inputs and the config."""
+    public = s.public_dir.resolve()
+    if s.state.resolve().is_relative_to(public):
+        return ("state", "public_dir"), (
+            f"the state ({s.state}) must not be inside public/ ({s.public_dir})"
+        )
+    for inbox in s.inbox:
+        how = _overlap(public, inbox.resolve(), inside=True)
+        if how:
+            message = f"public/ ({s.public_dir}) {how} the inbox folder {inbox}: {_APART}"
+            return ("public_dir", "inbox"), message
+    # Inside the folder of a config file is fine: with the config files at the top of a
+    # project, that folder is the project's, and public/ is in it beside them.
+    for file in config_files:
+        how = _overlap(public, file.parent.resolve(), inside=False)
+        if how:
+            return ("public_dir",), f"public/ ({s.public_dir}) {how} the folder of {file}: {_APART}"
+    return None
+
+
+def _overlap(public: Path, folder: Path, *, inside: bool) -> str | None:
+    """Return how public/ overlaps a folder, both resolved ("is", "contains", and if
+    `inside`, "is inside"), or None when they are apart."""
+    if public == folder:
+        return "is"
+    if folder.is_relative_to(public):
+        return "contains"
+    if inside and public.is_relative_to(folder):
+        return "is inside"
+    return None
 
 
 def _http_url(r: _Reader, node: yaml.Node, what: str) -> str:
@@ -328,6 +391,14 @@ def _http_url(r: _Reader, node: yaml.Node, what: str) -> str:
     return url
 
 
+def _count(r: _Reader, node: yaml.Node, what: str, least: int, most: int) -> int:
+    """Return a whole number from least to most, or raise ConfigError naming the range."""
+    n: int = r.value(node, (int,), what)
+    if not least <= n <= most:
+        raise r.fail(node, f"{what} must be at least {least:,} and at most {most:,}")
+    return n
+
+
 def _duration(r: _Reader, node: yaml.Node, what: str, least: float = 0) -> float:
     try:
         seconds = parse_duration(r.text(node, what))
@@ -335,6 +406,8 @@ def _duration(r: _Reader, node: yaml.Node, what: str, least: float = 0) -> float
         raise r.fail(node, f"{what}: {e}") from e
     if seconds < least:
         raise r.fail(node, f"{what} must be at least {least:g}s")
+    if seconds > MAX_DAYS * _UNITS["d"]:  # also 400 nines, which a float holds as infinity
+        raise r.fail(node, f"{what} must be at most {MAX_DAYS}d")
     return seconds
 
 

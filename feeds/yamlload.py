@@ -2,8 +2,10 @@
 
 PyYAML's safe loader still turns `no`/`on`/`yes`/`off` into booleans, silently keeps the last
 of two equal keys and expands aliases (a "billion laughs" bomb). We compose nodes with a
-resolver that knows only `true`/`false`, refuse aliases and non-standard tags, and report
-duplicate keys, so that every value the config validator sees is what the user typed.
+resolver that knows only `true`/`false`, refuse aliases and non-standard tags, report
+duplicate keys, and bound how deeply lists and mappings nest (composing is recursive: a
+value nested a thousand deep, `[[[[...]]]]`, would end in a RecursionError), so that every
+value the config validator sees is what the user typed.
 """
 
 from __future__ import annotations
@@ -19,10 +21,53 @@ from feeds.errors import ConfigError
 _STANDARD_TAGS = {
     "tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "seq", "map")
 }
+# Lists and mappings within each other: the config files need 5 (the file, topics, a topic,
+# all, a group); far below both Python's recursion limit and libyaml's own (1,000).
+MAX_DEPTH = 20
+
+
+class _TooDeep(Exception):
+    """A list or mapping nested deeper than MAX_DEPTH, where it starts."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+def _too_deep(where: str, line: int) -> ConfigError:
+    return ConfigError(
+        f"values nested more than {MAX_DEPTH} deep (lists and mappings within each other)",
+        file=where,
+        line=line,
+    )
 
 
 class _Loader(yaml.SafeLoader):
-    """A safe loader whose only booleans are true and false (as in YAML 1.2)."""
+    """A safe loader whose only booleans are true and false (as in YAML 1.2), and which
+    stops composing at a list or mapping nested deeper than MAX_DEPTH."""
+
+    _depth = 0
+
+    # `anchor: Any`: the anchor's name or None (the stubs say a dict).
+    def compose_sequence_node(self, anchor: Any) -> yaml.SequenceNode:
+        self._enter()
+        try:
+            return super().compose_sequence_node(anchor)
+        finally:
+            self._depth -= 1
+
+    def compose_mapping_node(self, anchor: Any) -> yaml.MappingNode:
+        self._enter()
+        try:
+            return super().compose_mapping_node(anchor)
+        finally:
+            self._depth -= 1
+
+    def _enter(self) -> None:
+        if self._depth == MAX_DEPTH:  # the next event starts the collection one too deep
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in the stubs
+            raise _TooDeep(line=int(event.start_mark.line) + 1)
+        self._depth += 1
 
 
 # YAML 1.1 also reads 2026-01-01 as a date and `=` as a "value"; neither is a config value.
@@ -38,6 +83,8 @@ _Loader.add_implicit_resolver(
 # libyaml's parser, when PyYAML has it, is much faster on a thousand topics; the resolver
 # (which decides types) is the same customized one. Errors are reported by the Python
 # parser, whose messages are clearer ("found character '\t' that cannot start any token").
+# Its composer is C, which _Loader's depth bound cannot reach: _check bounds the nodes it
+# made (libyaml refuses 1,000 levels itself, then the Python parser reports the depth).
 _FastLoader: type[yaml.SafeLoader] = _Loader
 if getattr(yaml, "__with_libyaml__", False):
     _FastLoader = type("_FastLoader", (yaml.CSafeLoader,), {})
@@ -73,6 +120,8 @@ def _compose(text: str, where: str, loader: type[yaml.SafeLoader]) -> yaml.Node 
                     line=None if mark is None else int(mark.line) + 1,
                 )
         root = yaml.compose(text, Loader=loader)
+    except _TooDeep as e:
+        raise _too_deep(where, e.line) from e
     except yaml.MarkedYAMLError as e:
         problem = e.problem_mark or e.context_mark
         line = int(problem.line) + 1 if problem is not None else None
@@ -95,13 +144,17 @@ def _compose(text: str, where: str, loader: type[yaml.SafeLoader]) -> yaml.Node 
     return root
 
 
-def _check(node: yaml.Node, where: str) -> None:
+def _check(node: yaml.Node, where: str, depth: int = 0) -> None:
     if node.tag not in _STANDARD_TAGS:
         raise ConfigError(f"tag {node.tag!r} is not allowed here", file=where, line=line_of(node))
+    if isinstance(node, yaml.CollectionNode):
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise _too_deep(where, line_of(node))
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key, value in node.value:
-            _check(key, where)
+            _check(key, where, depth)
             if not isinstance(key, yaml.ScalarNode):
                 raise ConfigError("a key must be a plain value", file=where, line=line_of(key))
             if key.value in seen:
@@ -111,10 +164,10 @@ def _check(node: yaml.Node, where: str) -> None:
                     line=line_of(key),
                 )
             seen[key.value] = line_of(key)
-            _check(value, where)
+            _check(value, where, depth)
     elif isinstance(node, yaml.SequenceNode):
         for item in node.value:
-            _check(item, where)
+            _check(item, where, depth)
 
 
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
