@@ -20,7 +20,8 @@ from feeds.match import check_term
 from feeds.text import clean_xml
 from feeds.yamlload import compose, line_of, scalar
 
-TOPIC_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+TOPIC_ID_MAX = 63  # a file name part, and a URL path segment
+TOPIC_ID = re.compile(rf"^[a-z0-9][a-z0-9-]{{0,{TOPIC_ID_MAX - 1}}}$")
 RESERVED_IDS = {"all"}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -45,6 +46,13 @@ def parse_duration(text: str) -> float:
     if not m:
         raise ValueError(f"{text!r} is not a duration like 30s, 15m, 2h or 1d")
     return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+# How a value's expected type is named in messages: words a user reads, not Python's.
+_TYPE_WORDS: dict[type, str] = {
+    int: "a whole number", float: "a number", str: "text", bool: "true or false",
+    list: "a list", dict: "a mapping",
+}  # fmt: skip
 
 
 class _Reader:
@@ -77,7 +85,7 @@ class _Reader:
         if bool in types and isinstance(v, str):
             raise self.fail(node, f"{what} must be true or false, not {v!r}")
         if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
-            names = " or ".join(t.__name__.replace("str", "text") for t in types)
+            names = " or ".join(_TYPE_WORDS.get(t, t.__name__) for t in types)
             raise self.fail(node, f"{what} must be {names}, not {v!r}")
         return v
 
@@ -179,6 +187,12 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
     if topic_id in RESERVED_IDS:
         raise r.fail(
             m["id"], f"topic id {topic_id!r} is reserved (it names the feed of all papers)"
+        )
+    if len(topic_id) > TOPIC_ID_MAX and TOPIC_ID.match(topic_id[:TOPIC_ID_MAX]):
+        raise r.fail(
+            m["id"],
+            f"topic id {topic_id[:20]}… is {len(topic_id)} characters long; at most"
+            f" {TOPIC_ID_MAX} (it becomes a file name)",
         )
     if not TOPIC_ID.match(topic_id):
         raise r.fail(

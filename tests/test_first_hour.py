@@ -276,3 +276,26 @@ def test_serve_listens_where_a_local_base_url_points(workspace: Workspace) -> No
         stop(proc)
     _out, err = proc.communicate(timeout=10)
     assert "note:" not in err
+
+
+# --- config messages ------------------------------------------------------------------------
+
+
+def test_a_long_topic_id_is_told_the_limit(tmp_path: Path, feeds_cli: Cli) -> None:
+    subs = tmp_path / "s.yaml"
+    subs.write_text(f"topics:\n  - id: {'a' * 70}\n    title: X\n    any: [x]\n")
+    r = feeds_cli(tmp_path, "check", "--subscriptions", str(subs))
+    assert r.returncode == 2
+    assert "is 70 characters long; at most 63" in r.stderr
+    assert "lowercase" not in r.stderr
+
+
+@pytest.mark.parametrize("value", ["no", "1.5", "ten"])
+def test_a_count_that_is_not_a_whole_number_says_so(
+    tmp_path: Path, feeds_cli: Cli, value: str
+) -> None:
+    subs = tmp_path / "s.yaml"
+    subs.write_text(f"topics:\n  - id: t\n    title: X\n    any: [x]\n    max_items: {value}\n")
+    r = feeds_cli(tmp_path, "check", "--subscriptions", str(subs))
+    assert r.returncode == 2
+    assert ":5: max_items must be a whole number, not " in r.stderr
