@@ -38,8 +38,10 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.generate import write_digests, write_topics  # noqa: E402
 from feeds.config import Criteria, load_subscriptions  # noqa: E402
 from feeds.digest import parse  # noqa: E402
-from feeds.match import Matcher, TopicMatcher, match_papers, normalize  # noqa: E402
+from feeds.match import Matcher  # noqa: E402
 from feeds.model import Paper  # noqa: E402
+from feeds.reference import TopicMatcher, match_papers  # noqa: E402
+from feeds.terms import normalize  # noqa: E402
 
 PHASES = ("parse", "match", "full")
 INCREMENTS = 5  # new digests, one run each, after the full build

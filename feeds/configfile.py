@@ -16,7 +16,7 @@ import yaml
 
 from feeds.config import DEFAULT_FIELDS, FIELDS, Criteria, LinkSettings, Settings, Topic
 from feeds.errors import ConfigError
-from feeds.match import check_term
+from feeds.terms import check_term
 from feeds.text import clean_xml
 from feeds.yamlload import compose, line_of, scalar
 

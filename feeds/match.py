@@ -1,9 +1,6 @@
-"""Decide which papers belong to which topics, and say why. Pure: no I/O, no clock.
-
-Term rules (SPEC "Subscriptions"): case-insensitive after NFKC; Latin terms match whole
-words with space, hyphen and underscore alike; a CJK character next to a Latin term is a
-word boundary; a trailing `*` makes a prefix; terms with CJK characters match as
-substrings; `/.../` is a regular expression, in RE2's syntax and run by RE2.
+"""Decide which papers belong to which topics, and say why: all topics at once, with one
+Aho-Corasick automaton over every literal term. Pure: no I/O, no clock. The reference
+matcher it must agree with is feeds.reference; terms are compiled by feeds.terms.
 """
 
 from __future__ import annotations
@@ -11,282 +8,16 @@ from __future__ import annotations
 import gc
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections.abc import Sequence
 from operator import itemgetter
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
-from feeds.config import FIELDS, Criteria  # kept with the config, which loads without us
+from feeds.fields import RAW_FIELDS
 from feeds.model import Hit, Paper
-from feeds.text import fold, has_cjk, strip_accents
-
-# Letters and digits of alphabetic scripts. CJK is deliberately absent: `扩散LLM推理`
-# contains the word `LLM`, which Python's \b (CJK counts as \w) would not find.
-_WORD = r"[0-9a-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff\u1e00-\u1eff]"
-# The same, as a set (a test checks every character); from the ranges, not by matching
-# each character: that took 4 ms of every run that matches.
-_WORD_RANGES = ((0x30, 0x39), (0x61, 0x7A), (0xC0, 0x24F), (0x370, 0x4FF), (0x1E00, 0x1EFF))
-_WORD_CHARS = frozenset(chr(c) for lo, hi in _WORD_RANGES for c in range(lo, hi + 1))
-_SEP = r"[\s\-_\u2010-\u2015]+"
-_SPLIT = re.compile(_SEP)
-# Separators but the space (\s is what str.isspace says; none is past U+3000, a test checks).
-_WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c != " ")
-_OTHER_SEP = re.compile(f"[{_WHITESPACE}\\-_\u2010-\u2015]")
-
-
-def collapse_separators(text: str) -> str:
-    """Return text with each run of separators replaced by one space (as re.sub(_SEP, " ")
-    does, without replacing the many spaces that are alone already)."""
-    text = _OTHER_SEP.sub(" ", text)
-    while "  " in text:
-        text = text.replace("  ", " ")
-    return text
-
-
-class Searcher(Protocol):
-    """A compiled expression as the matchers use it: Python's for literal terms, RE2's for
-    /regex/ terms."""
-
-    def search(self, text: str, /) -> object | None: ...
-
-
-def regex_source(text: str) -> str | None:
-    """Return the expression of a `/.../` term, or None for any other term."""
-    raw = text.strip()
-    return raw[1:-1] if len(raw) >= 2 and raw.startswith("/") and raw.endswith("/") else None
-
-
-def compile_regex(source: str) -> Searcher:
-    """Return a /regex/ term's expression compiled by RE2, ignoring case; raise re.error with
-    RE2's reason for an expression RE2 does not run.
-
-    RE2 takes time linear in the text: with a backtracking engine (Python's re), `(a+)+$` or
-    `([a-z]+ ?)*:` against an ordinary title spins for ages, and so does every run, check and
-    watch. What RE2 refuses (backreferences, lookarounds, possessive quantifiers) is refused
-    at load, by the engine that would run it: no second judge of the syntax to disagree.
-    """
-    import re2  # a C extension: loaded only by a config that has regular expressions
-
-    options = re2.Options()
-    options.case_sensitive = False
-    options.log_errors = False  # the reason goes into the config error, not onto stderr
-    try:
-        return _RE2Expression(re2.compile(source, options))
-    except re2.error as e:
-        reason = e.args[0] if e.args else "not a regular expression RE2 can run"
-        if isinstance(reason, bytes):
-            reason = reason.decode("utf-8", "replace")
-        raise re.error(f"{reason} (regular expressions are RE2's syntax)") from e
-
-
-class _RE2Expression:
-    """An expression compiled by RE2, searched for in text as UTF-8 bytes.
-
-    Given str, RE2's module turns every match's byte offsets back into characters: 4 µs a
-    search that matches, against 1 µs for the bytes, and a yes or no needs no offsets.
-    Pickled with the expression, which RE2 pickles as its source and compiles when loaded.
-    """
-
-    __slots__ = ("expression",)
-
-    def __init__(self, expression: Any) -> None:
-        self.expression = expression
-
-    def search(self, text: str, /) -> object | None:
-        found: object | None = self.expression.search(text.encode())
-        return found
-
-
-@dataclass(frozen=True)
-class Term:
-    """A compiled term: what the user wrote, and how to find it in normalized text.
-
-    `key` is the literal the term stands for in normalized text (None for a regular
-    expression); `left`/`right` say whether a word boundary is needed at that edge. The
-    regex `pattern` says the same for the straightforward matcher.
-    """
-
-    text: str
-    source: str  # the regular expression that finds the term in normalized text
-    key: str | None = None
-    left: bool = False
-    right: bool = False
-    # What the fast matcher records a find under: the same literal with the same edges.
-    variant: tuple[str, bool, bool] | None = field(init=False, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        variant = None if self.key is None else (self.key, self.left, self.right)
-        object.__setattr__(self, "variant", variant)
-
-    @cached_property
-    def pattern(self) -> Searcher:
-        # Compiled on first use: the fast matcher needs it only for /regex/ terms, and
-        # compiling ten thousand patterns would dominate building it. A literal's pattern
-        # is ours (lookarounds, which RE2 lacks, for its word edges) and cannot backtrack.
-        return re.compile(self.source) if self.key is not None else compile_regex(self.source)
-
-    def search(self, normalized: str) -> bool:
-        return self.pattern.search(normalized) is not None
-
-
-def normalize(text: str) -> str:
-    """Return text as terms are matched against it: folded, separators one space.
-
-    LaTeX dollars are dropped ("$k$-Means" holds the word "k-means").
-    """
-    return collapse_separators(fold(text.replace("$", "")))
-
-
-def check_term(text: str) -> None:
-    """Raise re.error when a term cannot be used (a /regex/ RE2 refuses, nothing to match)."""
-    source = regex_source(text)
-    if source is not None:
-        compile_regex(source)
-    elif not any(_SPLIT.split(fold(text.strip()).rstrip("*"))):
-        raise re.error(f"empty term {text!r}")
-
-
-def compile_term(text: str) -> Term:
-    """Return the compiled form of one subscription term; raise re.error for a bad regex."""
-    source = regex_source(text)
-    if source is not None:
-        regex = Term(text, source)
-        regex.pattern  # noqa: B018 -- compiled now, so that a bad expression fails at load time
-        return regex
-    term = fold(text.strip())
-    cjk = has_cjk(term)
-    prefix = term.endswith("*") and not cjk
-    tokens = [t for t in _SPLIT.split(term.rstrip("*") if prefix else term) if t]
-    if not tokens:
-        raise re.error(f"empty term {text!r}")
-    key = " ".join(tokens)
-    if cjk:  # a substring anywhere: CJK has no spaces between words
-        return Term(text, re.escape(key), key)
-    left = tokens[0][0] in _WORD_CHARS  # the term starts (ends) with a word character
-    right = not prefix and tokens[-1][-1] in _WORD_CHARS
-    pattern = (f"(?<!{_WORD})" if left else "") + re.escape(key) + (f"(?!{_WORD})" if right else "")
-    return Term(text, pattern, key, left, right)
-
-
-def person_key(name: str) -> str:
-    """Return a name in the form authors compare in: no accents, no case, single spaces."""
-    return " ".join(strip_accents(fold(name)).replace("-", " ").split())
-
-
-def _institutions(p: Paper) -> str:
-    return " ; ".join([i.name + " ; " + i.name_zh if i.name_zh else i.name for i in p.institutions])
-
-
-def _comments(p: Paper) -> str:
-    if p.comments and p.journal_ref:
-        return p.comments + " ; " + p.journal_ref
-    return p.comments or p.journal_ref or ""
-
-
-def _title(p: Paper) -> str:
-    return p.title + " ; " + (p.title_zh or "")
-
-
-def _summary(p: Paper) -> str:
-    return p.summary or ""
-
-
-def _authors(p: Paper) -> str:
-    return " ; ".join(p.authors)
-
-
-def _venue(p: Paper) -> str:
-    return p.venue or ""
-
-
-# Each matchable field of a paper, before normalizing. Named functions, not lambdas: a
-# built Matcher holds some of them and is pickled (see cached_matcher).
-RAW_FIELDS: dict[str, Callable[[Paper], str]] = {
-    "title": _title,
-    "summary": _summary,
-    "authors": _authors,
-    "institutions": _institutions,
-    "comments": _comments,
-    "venue": _venue,
-}
-
-
-def paper_fields(paper: Paper) -> dict[str, str]:
-    """Return each matchable field of a paper as one normalized string."""
-    return {name: normalize(raw(paper)) for name, raw in RAW_FIELDS.items()}
-
-
-class TopicMatcher:
-    """The compiled rules of one topic, each term searched for by its regular expression."""
-
-    def __init__(self, criteria: Criteria) -> None:
-        self.criteria = criteria
-        self.any = tuple(compile_term(t) for t in criteria.any)
-        self.all = tuple(tuple(compile_term(t) for t in group) for group in criteria.all)
-        self.none = tuple(compile_term(t) for t in criteria.none)
-        self.institutions = tuple(compile_term(strip_accents(t)) for t in criteria.institutions)
-        self.authors = {person_key(a): a for a in criteria.authors}
-        self.venues = {fold(v).strip() for v in criteria.venues}
-
-    @property
-    def terms(self) -> tuple[Term, ...]:
-        return (*self.any, *(t for g in self.all for t in g), *self.none)
-
-    def _hits(self, terms: Iterable[Term], fields: dict[str, str]) -> list[Hit]:
-        names = self.criteria.fields
-        return [Hit(t.text, n) for t in terms for n in names if t.search(fields[n])]
-
-    def match(self, paper: Paper, fields: dict[str, str] | None = None) -> tuple[Hit, ...] | None:
-        """Return the hits that make the paper match, or None when it does not match."""
-        c = self.criteria
-        fields = fields if fields is not None else paper_fields(paper)
-        hits: list[Hit] = []
-        if self.venues:
-            if fold(paper.venue or "").strip() not in self.venues:
-                return None
-            hits.append(Hit(paper.venue or "", "venue"))
-        if self.authors:
-            named = [self.authors[k] for a in paper.authors if (k := person_key(a)) in self.authors]
-            if not named:
-                return None
-            hits.extend(Hit(a, "authors") for a in named)
-        if self.institutions:
-            text = strip_accents(fields["institutions"])
-            found = [t.text for t in self.institutions if t.search(text)]
-            if not found:
-                return None
-            hits.extend(Hit(t, "institutions") for t in found)
-        if c.any:
-            any_hits = self._hits(self.any, fields)
-            if not any_hits:
-                return None
-            hits.extend(any_hits)
-        for group in self.all:
-            group_hits = self._hits(group, fields)
-            if not group_hits:
-                return None
-            hits.extend(group_hits)
-        if self.none and self._hits(self.none, fields):
-            return None
-        return tuple(dict.fromkeys(hits))  # de-duplicated, order kept
-
-
-def match_papers(
-    matchers: Sequence[tuple[str, TopicMatcher]], papers: Iterable[Paper]
-) -> Iterable[tuple[str, str, tuple[Hit, ...]]]:
-    """Yield (topic id, paper id, hits) for every paper that matches a topic.
-
-    The straightforward way: every term of every topic searched for in every paper. The
-    pipeline uses Matcher, which must give exactly the same (a test compares them).
-    """
-    for paper in papers:
-        fields = paper_fields(paper)
-        for topic_id, matcher in matchers:
-            hits = matcher.match(paper, fields)
-            if hits is not None:
-                yield topic_id, paper.paper_id, hits
-
+from feeds.reference import TopicMatcher
+from feeds.terms import WORD_CHARS, Searcher, Term, normalize
+from feeds.text import fold, person_key, strip_accents
+from feeds.topics import FIELDS, Criteria
 
 # Characters other than ASCII that a case-insensitive regular expression matches to an ASCII
 # letter, digit or space (İ ı for i, ſ for s, the Kelvin sign for k; a test checks every
@@ -388,35 +119,6 @@ class _Topic(NamedTuple):
     unique: bool  # its hits cannot repeat, so need no de-duplication
 
 
-def cached_matcher(topics: Sequence[tuple[str, Criteria]]) -> Matcher:
-    """Return Matcher(topics), loaded from the cache folder when one was built before for
-    the same topics by the same code, else built and saved there.
-
-    Building one for a thousand topics (~130 ms) costs several times as much as loading it
-    (~20 ms), a large part of a run that adds one digest. One file per working folder,
-    overwritten, so the cache cannot grow.
-    """
-    import hashlib
-    import os
-    import sys
-    import zlib
-
-    from feeds.config import CACHE_FORMAT, cache_dir, cache_read, cache_write, code_stamp
-
-    # The environment too: the automaton is pyahocorasick's own pickle, and one cache
-    # folder may serve several virtual environments with different versions of it.
-    where = (sys.version, sys.prefix)
-    made_of = repr((CACHE_FORMAT, where, code_stamp(), list(topics)))
-    key = hashlib.sha256(made_of.encode()).hexdigest()
-    path = cache_dir() / f"matcher-{zlib.crc32(os.getcwd().encode()):08x}.pickle"
-    matcher = cache_read(path, key)
-    if isinstance(matcher, Matcher):
-        return matcher
-    matcher = Matcher(topics)  # before any paper: its memo tables are empty when saved
-    cache_write(path, key, matcher)
-    return matcher
-
-
 class Matcher:
     """All topics at once: one Aho-Corasick automaton over every literal term.
 
@@ -444,7 +146,7 @@ class Matcher:
         import ahocorasick  # C extension; imported only when matching
 
         # The straightforward matchers are only building material: not kept, so that a
-        # built matcher pickles small (see cached_matcher).
+        # built matcher pickles small (see feeds.cache.cached_matcher).
         matchers = [TopicMatcher(c) for _tid, c in topics]
         self._ids = [tid for tid, _c in topics]
         self._variants: dict[tuple[str, bool, bool], int] = {}
@@ -814,7 +516,7 @@ class Matcher:
 
 def _scan(automaton: Any, text: str, bit: int, found: dict[int, int]) -> None:
     """Record in `found` the variants the automaton finds in text, under the field's bit."""
-    word = _WORD_CHARS
+    word = WORD_CHARS
     last = len(text) - 1
     for end, (length, left, right, variant) in automaton.iter(text):
         if type(variant) is int:

@@ -51,7 +51,7 @@ class Matching:
     """Matching papers against topics, a range of arrival order at a time (a part:
     first seq, the seq after the last, how many papers), in this process or in the helper
     (see feeds.helper), which is sent it without its matcher and loads its own from the
-    cache (see match.cached_matcher)."""
+    cache (see cache.cached_matcher)."""
 
     def __init__(self, topics: tuple[tuple[str, Criteria], ...], unmatched_only: bool) -> None:
         self.topics = topics
@@ -69,7 +69,7 @@ class Matching:
 
     def run(self, store: Store, part: tuple[int, int, int]) -> Matched:
         if self._matcher is None:
-            from feeds.match import cached_matcher
+            from feeds.cache import cached_matcher
 
             self._matcher = cached_matcher(self.topics)
         match, encoded = self._matcher.match, self._encoded

@@ -13,8 +13,10 @@ import pytest
 from feeds import check
 from feeds.check import BROAD, EXAMPLES, TopicReport, check_topics
 from feeds.config import Criteria, Topic, load_subscriptions
-from feeds.match import Matcher, TopicMatcher, paper_fields
+from feeds.fields import paper_fields
+from feeds.match import Matcher
 from feeds.model import Paper
+from feeds.reference import TopicMatcher
 from feeds.text import strip_accents
 from tests.test_match_equivalence import random_topics, seed_papers
 

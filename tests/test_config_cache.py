@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from feeds import config as config_module
+from feeds import cache as config_module
 from feeds import configfile, match
-from feeds.config import Criteria, cache_dir, load
+from feeds.cache import cache_dir, cached_matcher
+from feeds.config import Criteria, load
 from feeds.errors import ConfigError
 from feeds.model import Paper
 
@@ -104,24 +105,24 @@ def test_a_built_matcher_is_reused_while_the_topics_stay_the_same(
     files: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paper = Paper(paper_id="p", title="Speculative decoding for diffusion models")
-    built = match.cached_matcher(_topics("speculative decoding", "diffusion"))
+    built = cached_matcher(_topics("speculative decoding", "diffusion"))
     assert len(list(cache_dir().glob("matcher-*.pickle"))) == 1
 
     def refuse(*_args: object) -> None:
         raise AssertionError("the matcher was built again")
 
     monkeypatch.setattr(match.Matcher, "_build", refuse)
-    loaded = match.cached_matcher(_topics("speculative decoding", "diffusion"))
+    loaded = cached_matcher(_topics("speculative decoding", "diffusion"))
     assert loaded is not built
     assert loaded.match(paper) == built.match(paper) != []
 
     monkeypatch.undo()  # other topics, a damaged file: built again, and right
     monkeypatch.setenv("XDG_CACHE_HOME", str(files / "cache"))
-    other = match.cached_matcher(_topics("diffusion"))
+    other = cached_matcher(_topics("diffusion"))
     assert [t for t, _h in other.match(paper)] == ["t0"]
     for path in cache_dir().glob("matcher-*.pickle"):
         path.write_bytes(path.read_bytes()[:100])
-    again = match.cached_matcher(_topics("speculative decoding", "diffusion"))
+    again = cached_matcher(_topics("speculative decoding", "diffusion"))
     assert again.match(paper) == built.match(paper)
 
 

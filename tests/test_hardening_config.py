@@ -23,22 +23,16 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from feeds import yamlload
+from feeds.cache import cached_matcher
 from feeds.check import check_topics
 from feeds.config import FIELDS, Criteria, Settings, Topic, load, load_settings, load_subscriptions
 from feeds.configfile import check_places, read_settings
 from feeds.errors import ConfigError
-from feeds.match import (
-    _IGNORECASE_ASCII_TWINS,
-    Matcher,
-    TopicMatcher,
-    cached_matcher,
-    compile_term,
-    match_papers,
-    normalize,
-    paper_fields,
-    required_literal,
-)
+from feeds.fields import paper_fields
+from feeds.match import _IGNORECASE_ASCII_TWINS, Matcher, required_literal
 from feeds.model import Institution, Paper
+from feeds.reference import TopicMatcher, match_papers
+from feeds.terms import compile_term, normalize
 from tests.conftest import ROOT, make_workspace, run_feeds
 from tests.test_config import TOPIC_HEAD, expect_error, write, y
 from tests.test_match_equivalence import seed_papers

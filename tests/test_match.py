@@ -10,8 +10,9 @@ import pytest
 
 from feeds.config import Criteria
 from feeds.digest import parse
-from feeds.match import TopicMatcher, compile_term, normalize
 from feeds.model import Hit, Institution, Paper
+from feeds.reference import TopicMatcher
+from feeds.terms import compile_term, normalize
 from feeds.text import paper_id
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"

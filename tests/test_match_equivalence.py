@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from feeds.config import FIELDS, Criteria
 from feeds.digest import parse
-from feeds.match import Matcher, TopicMatcher, match_papers
+from feeds.match import Matcher
 from feeds.model import Institution, Paper
+from feeds.reference import TopicMatcher, match_papers
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 

@@ -59,7 +59,7 @@ class _TemplateCache(jinja2.FileSystemBytecodeCache):
 
 
 def _template_cache() -> jinja2.BytecodeCache | None:
-    from feeds.config import cache_dir
+    from feeds.cache import cache_dir
 
     folder = cache_dir() / "templates"
     try:

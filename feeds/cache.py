@@ -1,0 +1,127 @@
+"""Derived, disposable data kept between runs (in $XDG_CACHE_HOME/paperfeeds): the
+validated config and the matcher built from it, each under the exact bytes of what it was
+made of and of the code that made it. A miss is never an error, and a cache that cannot be
+written only costs time."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from feeds import __version__
+
+if TYPE_CHECKING:
+    from feeds.match import Matcher
+    from feeds.topics import Criteria
+
+# Bump when the pickled objects change shape in a way the code stamp below would not see.
+CACHE_FORMAT = 1
+
+# The modules whose code decides what is cached: a changed reader (a new field, a new rule)
+# must not be answered from an old cache.
+_READERS = (
+    "config.py", "configfile.py", "settings.py", "topics.py", "terms.py", "fields.py",
+    "match.py", "model.py", "text.py", "yamlload.py", "cache.py",
+)  # fmt: skip
+
+T = TypeVar("T")
+
+
+def cached(name: str, made_of: Sequence[Path | None], build: Callable[[], T], kind: type[T]) -> T:
+    """Return build()'s result, from the cache when it was built before from the same bytes
+    of the files `made_of` in the same working folder by the same code; `name` says what it
+    is (one cache file per name and place, overwritten: the cache cannot grow)."""
+    import zlib
+
+    try:
+        files = [p.read_bytes() if p is not None else None for p in made_of]
+        key: tuple[Any, ...] | None = (CACHE_FORMAT, __version__, os.getcwd(), code_stamp(), files)
+    except OSError:
+        key = None  # a missing file: let the reader say so, with its usual message
+    where = "\0".join([os.getcwd(), *map(str, made_of)]).encode()
+    path = cache_dir() / f"{name}-{zlib.crc32(where):08x}.pickle"
+    if key is not None:
+        found = cache_read(path, key)
+        if isinstance(found, kind):
+            return found
+    value = build()
+    if key is not None:
+        cache_write(path, key, value)
+    return value
+
+
+def cached_matcher(topics: Sequence[tuple[str, Criteria]]) -> Matcher:
+    """Return Matcher(topics), loaded from the cache folder when one was built before for
+    the same topics by the same code, else built and saved there.
+
+    Building one for a thousand topics (~130 ms) costs several times as much as loading it
+    (~20 ms), a large part of a run that adds one digest. One file per working folder,
+    overwritten, so the cache cannot grow.
+    """
+    import hashlib
+    import os
+    import sys
+    import zlib
+
+    from feeds.match import Matcher  # the automaton's module: only when matching
+
+    # The environment too: the automaton is pyahocorasick's own pickle, and one cache
+    # folder may serve several virtual environments with different versions of it.
+    where = (sys.version, sys.prefix)
+    made_of = repr((CACHE_FORMAT, where, code_stamp(), list(topics)))
+    key = hashlib.sha256(made_of.encode()).hexdigest()
+    path = cache_dir() / f"matcher-{zlib.crc32(os.getcwd().encode()):08x}.pickle"
+    matcher = cache_read(path, key)
+    if isinstance(matcher, Matcher):
+        return matcher
+    matcher = Matcher(topics)  # before any paper: its memo tables are empty when saved
+    cache_write(path, key, matcher)
+    return matcher
+
+
+def cache_dir() -> Path:
+    """Where derived, disposable data goes: $XDG_CACHE_HOME/paperfeeds or ~/.cache/paperfeeds."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return Path(base) / "paperfeeds"
+
+
+def code_stamp() -> list[tuple[str, int, int]]:
+    # A changed reader (a new field, a new rule) must not be answered from an old cache.
+    here = Path(__file__).parent
+    stamp = []
+    for name in _READERS:
+        st = (here / name).stat()
+        stamp.append((name, st.st_mtime_ns, st.st_size))
+    return stamp
+
+
+def cache_read(path: Path, key: object) -> object | None:
+    """Return what cache_write stored at path under an equal key; None for a missing,
+    damaged or foreign file, or another key (a miss is never an error)."""
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()  # unpickling makes many small objects that live on: nothing to collect
+    try:
+        with path.open("rb") as f:
+            stored_key, value = pickle.load(f)
+    except Exception:  # noqa: BLE001 -- a missing, damaged or foreign file is just a miss
+        return None
+    finally:
+        if collecting:
+            gc.enable()
+    return value if stored_key == key else None
+
+
+def cache_write(path: Path, key: object, value: object) -> None:
+    """Store value under key at path (atomically); a cache that cannot be written is none."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps((key, value), protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # no cache (a read-only home, say): every run does the work, as before

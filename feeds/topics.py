@@ -1,0 +1,55 @@
+"""A topic as the subscriptions file defines it: its id, title and matching criteria."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+# The fields of a paper that terms are looked for in (see feeds.fields).
+FIELDS = ("title", "summary", "authors", "institutions", "comments", "venue")
+DEFAULT_FIELDS = ("title", "summary")
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """A topic's matching rules, as validated config gives them."""
+
+    any: tuple[str, ...] = ()
+    all: tuple[tuple[str, ...], ...] = ()
+    none: tuple[str, ...] = ()
+    fields: tuple[str, ...] = DEFAULT_FIELDS
+    authors: tuple[str, ...] = ()
+    institutions: tuple[str, ...] = ()
+    venues: tuple[str, ...] = ()
+
+    @property
+    def positive(self) -> bool:
+        return bool(self.any or self.all or self.authors or self.institutions or self.venues)
+
+
+@dataclass(frozen=True)
+class Topic:
+    id: str
+    title: str
+    criteria: Criteria
+    description: str | None = None
+    max_items: int | None = None
+    line: int = 0
+
+    # Both are kept in the state and compared on every run; computed once and cached with
+    # the config. The repr of a frozen dataclass of tuples of strings is stable.
+    @cached_property
+    def fingerprint(self) -> str:
+        """A hash of what decides the topic's papers (not its title or size)."""
+        import hashlib  # hashlib loads OpenSSL (~3 ms): not on a run that reads the cache
+
+        return hashlib.sha256(repr(self.criteria).encode()).hexdigest()[:16]
+
+    @cached_property
+    def looks(self) -> str:
+        """A hash of what the topic's pages show besides its papers (title, size)."""
+        import hashlib
+        import json
+
+        data = [self.title, self.description, self.max_items]
+        return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
