@@ -6,7 +6,6 @@ matcher it must agree with is feeds.reference; terms are compiled by feeds.terms
 from __future__ import annotations
 
 import gc
-import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from operator import itemgetter
@@ -15,62 +14,9 @@ from typing import Any, NamedTuple
 from feeds.fields import RAW_FIELDS
 from feeds.model import Hit, Paper
 from feeds.reference import TopicMatcher
-from feeds.terms import WORD_CHARS, Searcher, Term, normalize
+from feeds.terms import TWINS, WORD_CHARS, Searcher, Term, normalize, required_literal
 from feeds.text import fold, person_key, strip_accents
 from feeds.topics import FIELDS, Criteria
-
-# Characters other than ASCII that a case-insensitive regular expression matches to an ASCII
-# letter, digit or space (İ ı for i, ſ for s, the Kelvin sign for k; a test checks every
-# character). Normalized text without them holds a literal a regular expression starts with
-# only as the lowercase literal itself. These are Python's; RE2 takes only ſ and the Kelvin
-# sign (another test checks), and more twins than needed only cost a little time.
-_IGNORECASE_ASCII_TWINS = "\u0130\u0131\u017f\u212a"
-_TWINS = re.compile(f"[{_IGNORECASE_ASCII_TWINS}]")
-_LEADING_LITERAL = re.compile(r"\^?([A-Za-z0-9 ]+)(.?)", re.DOTALL)
-
-
-def required_literal(source: str) -> str | None:
-    """Return lowercase text that every match of a regular expression (searched for without
-    regard to case) contains, or None when there is none to tell cheaply.
-
-    That is the literal the expression starts with, when nothing at its top level is an
-    alternative to it (`abc|x` needs no `abc`) and no quantifier follows its last character.
-    RE2's `\\Q...\\E` quotes text in which a bracket is a plain character (`abc\\Q(\\E|x`
-    needs no `abc`): an expression with one is not read.
-    """
-    found = _LEADING_LITERAL.match(source)
-    if found is None or "(?#" in source or "\\Q" in source or _alternation_at_top(source):
-        return None
-    literal = found.group(1)
-    if found.group(2) and found.group(2) in "?*+{":  # `abc?` needs only `ab`
-        literal = literal[:-1]
-    return literal.lower() if len(literal) >= 3 else None
-
-
-def _alternation_at_top(source: str) -> bool:
-    """Return whether a regular expression has a `|` outside every group and class."""
-    depth, i, n = 0, 0, len(source)
-    while i < n:
-        c = source[i]
-        if c == "\\":
-            i += 1
-        elif c == "[":
-            i += 1
-            if source.startswith("^", i):
-                i += 1
-            if source.startswith("]", i):  # a `]` first in a class is a literal
-                i += 1
-            while i < n and source[i] != "]":
-                i += 2 if source[i] == "\\" else 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            return True
-        i += 1
-    return False
-
 
 _BITS = tuple((i, 1 << i) for i in range(len(FIELDS)))
 _FIELD_BIT = {name: 1 << i for i, name in enumerate(FIELDS)}
@@ -362,7 +308,7 @@ class Matcher:
                         gathered[index].append((places, where & fields))
                     else:
                         gathered[index] = [(places, where & fields)]
-        twins = self._twins and not text.isascii() and _TWINS.search(text) is not None
+        twins = self._twins and not text.isascii() and TWINS.search(text) is not None
         if twins:
             candidates.update(self._on_twins)
         venue = paper.venue or ""

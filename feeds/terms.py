@@ -161,3 +161,56 @@ def compile_term(text: str) -> Term:
     right = not prefix and tokens[-1][-1] in WORD_CHARS
     pattern = (f"(?<!{WORD})" if left else "") + re.escape(key) + (f"(?!{WORD})" if right else "")
     return Term(text, pattern, key, left, right)
+
+
+# Characters other than ASCII that a case-insensitive regular expression matches to an ASCII
+# letter, digit or space (İ ı for i, ſ for s, the Kelvin sign for k; a test checks every
+# character). Normalized text without them holds a literal a regular expression starts with
+# only as the lowercase literal itself. These are Python's; RE2 takes only ſ and the Kelvin
+# sign (another test checks), and more twins than needed only cost a little time.
+IGNORECASE_ASCII_TWINS = "\u0130\u0131\u017f\u212a"
+TWINS = re.compile(f"[{IGNORECASE_ASCII_TWINS}]")
+_LEADING_LITERAL = re.compile(r"\^?([A-Za-z0-9 ]+)(.?)", re.DOTALL)
+
+
+def required_literal(source: str) -> str | None:
+    """Return lowercase text that every match of a regular expression (searched for without
+    regard to case) contains, or None when there is none to tell cheaply.
+
+    That is the literal the expression starts with, when nothing at its top level is an
+    alternative to it (`abc|x` needs no `abc`) and no quantifier follows its last character.
+    RE2's `\\Q...\\E` quotes text in which a bracket is a plain character (`abc\\Q(\\E|x`
+    needs no `abc`): an expression with one is not read.
+    """
+    found = _LEADING_LITERAL.match(source)
+    if found is None or "(?#" in source or "\\Q" in source or _alternation_at_top(source):
+        return None
+    literal = found.group(1)
+    if found.group(2) and found.group(2) in "?*+{":  # `abc?` needs only `ab`
+        literal = literal[:-1]
+    return literal.lower() if len(literal) >= 3 else None
+
+
+def _alternation_at_top(source: str) -> bool:
+    """Return whether a regular expression has a `|` outside every group and class."""
+    depth, i, n = 0, 0, len(source)
+    while i < n:
+        c = source[i]
+        if c == "\\":
+            i += 1
+        elif c == "[":
+            i += 1
+            if source.startswith("^", i):
+                i += 1
+            if source.startswith("]", i):  # a `]` first in a class is a literal
+                i += 1
+            while i < n and source[i] != "]":
+                i += 2 if source[i] == "\\" else 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return True
+        i += 1
+    return False

@@ -29,10 +29,11 @@ from feeds.config import FIELDS, Criteria, Settings, Topic, load, load_settings,
 from feeds.configfile import check_places, read_settings
 from feeds.errors import ConfigError
 from feeds.fields import paper_fields
-from feeds.match import _IGNORECASE_ASCII_TWINS, Matcher, required_literal
+from feeds.match import Matcher
 from feeds.model import Institution, Paper
 from feeds.reference import TopicMatcher, match_papers
-from feeds.terms import compile_term, normalize
+from feeds.terms import IGNORECASE_ASCII_TWINS as _IGNORECASE_ASCII_TWINS
+from feeds.terms import compile_term, normalize, required_literal
 from tests.conftest import ROOT, make_workspace, run_feeds
 from tests.test_config import TOPIC_HEAD, expect_error, write, y
 from tests.test_match_equivalence import seed_papers
