@@ -18,6 +18,7 @@ from feeds import __version__
 from feeds.config import Config, load
 from feeds.errors import ConfigError, FeedsError, StateError
 from feeds.say import count, shorten
+from feeds.settings import check_places
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 DEFAULT_SUBSCRIPTIONS = Path("config/subscriptions.yaml")
@@ -84,8 +85,6 @@ def _config(
     if state:
         values["state"] = state
     s = replace(config.settings, **values)
-    from feeds.configfile import check_places  # here: a cached config needs no YAML reader
-
     check_places(s, (subscriptions, settings))
     return replace(config, settings=s)
 
@@ -191,16 +190,20 @@ def _print_summary(summary: Any, config: Config, quiet: bool, offline: bool) -> 
 
 @cli.command()
 @_options("subscriptions", "settings", "state", "json", unlisted=_UNUSED)
+@click.option(
+    "--verbose", "-v", is_flag=True,
+    help="Also list the links in error, by host, with what the checker said.",
+)  # fmt: skip
 def status(
     subscriptions: Path, settings: Path | None, state: Path | None, as_json: bool,
-    **_ignored: Any,
+    verbose: bool, **_ignored: Any,
 ) -> None:  # fmt: skip
     """Show digests ingested and rejected, papers, topics, link health and the last run."""
     from feeds.status import gather, render_text
 
     try:
         config = _config(subscriptions, settings, state=state)
-        report = gather(config)
+        report = gather(config, verbose=verbose)
     except FeedsError as e:
         _fail(e)
         return

@@ -14,10 +14,11 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from feeds.config import DEFAULT_FIELDS, FIELDS, Criteria, LinkSettings, Settings, Topic
 from feeds.errors import ConfigError
+from feeds.settings import LinkSettings, Settings, places_problem
 from feeds.terms import check_term
 from feeds.text import clean_xml
+from feeds.topics import DEFAULT_FIELDS, FIELDS, Criteria, Topic
 from feeds.yamlload import compose, line_of, scalar
 
 TOPIC_ID_MAX = 63  # a file name part, and a URL path segment
@@ -334,67 +335,13 @@ def read_settings(path: Path | None, config_files: Iterable[Path] = ()) -> Setti
     settings = replace(s, **values)
     # Said here, at the line of what this file sets, if it is at fault; check_places says it
     # again for the paths in effect (the command line's --public, --inbox, --state applied).
-    overlap = _places_problem(settings, (path, *config_files))
+    overlap = places_problem(settings, (path, *config_files))
     if overlap is not None:
         keys, message = overlap
         node = next((m[key] for key in keys if key in m), None)
         if node is not None:
             raise r.fail(node, message)
     return settings
-
-
-_APART = (
-    "the site is written into public/ and a full build removes files there; "
-    "give it a folder of its own"
-)
-
-
-def check_places(settings: Settings, config_files: Iterable[Path | None]) -> None:
-    """Raise ConfigError when public/ holds the state, or is, contains or is inside an inbox
-    folder, or is or contains the folder of a config file (the subscriptions, the settings).
-
-    For the paths in effect: call it once the command line's --public, --inbox and --state
-    replaced what the settings say. Paths compare resolved (symlinks, `..`).
-    """
-    problem = _places_problem(settings, [p for p in config_files if p is not None])
-    if problem is not None:
-        raise ConfigError(problem[1])
-
-
-def _places_problem(
-    s: Settings, config_files: Iterable[Path]
-) -> tuple[tuple[str, ...], str] | None:
-    """Return the settings at fault (first the one to point at) and what is wrong with where
-    public/ is, or None when it is apart from the state, the inputs and the config."""
-    public = s.public_dir.resolve()
-    if s.state.resolve().is_relative_to(public):
-        return ("state", "public_dir"), (
-            f"the state ({s.state}) must not be inside public/ ({s.public_dir})"
-        )
-    for inbox in s.inbox:
-        how = _overlap(public, inbox.resolve(), inside=True)
-        if how:
-            message = f"public/ ({s.public_dir}) {how} the inbox folder {inbox}: {_APART}"
-            return ("public_dir", "inbox"), message
-    # Inside the folder of a config file is fine: with the config files at the top of a
-    # project, that folder is the project's, and public/ is in it beside them.
-    for file in config_files:
-        how = _overlap(public, file.parent.resolve(), inside=False)
-        if how:
-            return ("public_dir",), f"public/ ({s.public_dir}) {how} the folder of {file}: {_APART}"
-    return None
-
-
-def _overlap(public: Path, folder: Path, *, inside: bool) -> str | None:
-    """Return how public/ overlaps a folder, both resolved ("is", "contains", and if
-    `inside`, "is inside"), or None when they are apart."""
-    if public == folder:
-        return "is"
-    if folder.is_relative_to(public):
-        return "contains"
-    if inside and public.is_relative_to(folder):
-        return "is inside"
-    return None
 
 
 def _http_url(r: _Reader, node: yaml.Node, what: str) -> str:

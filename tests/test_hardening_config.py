@@ -26,12 +26,13 @@ from feeds import yamlload
 from feeds.cache import cached_matcher
 from feeds.check import check_topics
 from feeds.config import FIELDS, Criteria, Settings, Topic, load, load_settings, load_subscriptions
-from feeds.configfile import check_places, read_settings
+from feeds.configfile import read_settings
 from feeds.errors import ConfigError
 from feeds.fields import paper_fields
 from feeds.match import Matcher
 from feeds.model import Institution, Paper
 from feeds.reference import TopicMatcher, match_papers
+from feeds.settings import check_places
 from feeds.terms import IGNORECASE_ASCII_TWINS as _IGNORECASE_ASCII_TWINS
 from feeds.terms import compile_term, normalize, required_literal
 from tests.conftest import ROOT, make_workspace, run_feeds
