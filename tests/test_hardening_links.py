@@ -510,7 +510,7 @@ def test_renderer_links_only_to_http_urls_whatever_the_state_says() -> None:
     assert body.refs == ["https://code.example/o/r"]
     assert body.anchor_text == ["https://code.example/o/r"]
     text = content_html(PAPER, HOSTILE_LINKS)
-    assert "<li>project: javascript:alert(2) (unchecked)</li>" in text  # shown, not linked
+    assert "<li>project: javascript:alert(2) — not checked yet</li>" in text  # shown, not linked
 
     feed = FeedView("t", "T", "", T0, (Item(PAPER, T0, HOSTILE_LINKS[1:]),), 10)
     rows = [(PAPER.paper_id, TITLE, None, "ICML", T0.isoformat(), "[]")]
@@ -538,8 +538,9 @@ def test_renderer_keeps_ordinary_links_as_they_were() -> None:
         Link("https://o.github.io/r", "project", status="redirected", final_url="https://r.dev/"),
     )
     assert content_html(PAPER, links).endswith(
-        '<ul>\n<li>project: <a href="https://r.dev/">https://o.github.io/r</a> (redirected)</li>\n'
-        '<li>code: <a href="https://github.com/o/r">https://github.com/o/r</a> (ok)</li>\n</ul>'
+        '<ul>\n<li>project: <a href="https://r.dev/">https://o.github.io/r</a>'
+        " — moved (now at https://r.dev/)</li>\n"
+        '<li>code: <a href="https://github.com/o/r">https://github.com/o/r</a> — works</li>\n</ul>'
     )
     assert best_link(SITE, PAPER, links) == "https://r.dev/"
 

@@ -47,6 +47,9 @@ class CheckResult:
     note: str | None = None  # why (errors), or what is notable (archived)
     retry_after: float | None = None  # seconds the server asked us to wait
     dns_failure: bool = False
+    # No server could be reached (no name, no connection, no answer in time): the host's
+    # trouble, or the network's when no host answers (see policy.network_after).
+    unreachable: bool = False
 
     @property
     def responded(self) -> bool:
@@ -120,9 +123,13 @@ class Checker:
             except BlockedAddress as e:
                 return CheckResult(url, "blocked", note=str(e))
             except NameNotResolved as e:
-                return CheckResult(url, "error", note=f"name not resolved: {e}", dns_failure=True)
+                note = f"name not resolved: {e}"
+                return CheckResult(url, "error", note=note, dns_failure=True, unreachable=True)
             except httpx.TimeoutException:
-                return CheckResult(url, "error", note="timed out")
+                return CheckResult(url, "error", note="timed out", unreachable=True)
+            except httpx.NetworkError as e:  # refused, reset: nothing that answers HTTP
+                note = f"{type(e).__name__}: {e}"[:200]
+                return CheckResult(url, "error", note=note, unreachable=True)
             except httpx.HTTPError as e:
                 return CheckResult(url, "error", note=f"{type(e).__name__}: {e}"[:200])
             except (httpx.InvalidURL, UnicodeError, ValueError) as e:  # text is not a URL
@@ -131,6 +138,7 @@ class Checker:
     def _follow(self, url: str) -> CheckResult:
         seen = {url}
         current = url
+        code: int | None = None
         for hops in range(MAX_REDIRECTS + 1):
             response = self._request("HEAD", current)
             if response.status_code in _HEAD_REFUSED:
@@ -154,7 +162,8 @@ class Checker:
             final = current if hops else None
             note = None if code < 400 else f"HTTP {code}"
             return CheckResult(url, status_for(code, hops), code, final, note, retry)
-        return CheckResult(url, "error", None, current, f"more than {MAX_REDIRECTS} redirects")
+        # The last answer's code: servers answered (the network works), only too often.
+        return CheckResult(url, "error", code, current, f"more than {MAX_REDIRECTS} redirects")
 
     def _request(self, method: str, url: str) -> httpx.Response:
         request = self.client.build_request(method, url)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 from xml.etree import ElementTree as ET
 
 import httpx
@@ -23,6 +23,7 @@ from feeds.links.guard import (
     AddressPolicy,
     BlockedAddress,
     NameNotResolved,
+    RedirectRefused,
     deadline,
     http_url_problem,
     read_capped,
@@ -37,7 +38,20 @@ _ARXIV_ID = re.compile(r"arxiv\.org/abs/([^/?#]+?)(?:v\d+)?$")
 
 
 class LookupFailed(Exception):
-    """A lookup failed (network, status, size, format); try again on a later run."""
+    """A lookup failed (network, status, size, format); try again on a later run.
+
+    `unreachable`: no server was reached at all (no name, no connection, no answer in
+    time), which may be the network's fault rather than the API's; `answered`: the API
+    answered (the network works), if not as hoped; `host` is the API's.
+    """
+
+    def __init__(
+        self, message: str, *, host: str = "", unreachable: bool = False, answered: bool = True
+    ) -> None:
+        super().__init__(message)
+        self.host = host
+        self.unreachable = unreachable
+        self.answered = answered and not unreachable
 
 
 @dataclass(frozen=True)
@@ -157,20 +171,27 @@ class Enricher:
     def _get(self, url: str) -> bytes | None:
         """Return the body of a 200 answer, None for a 404; raise LookupFailed otherwise."""
         problem = self.policy.url_problem(url)
+        host = urlsplit(url).hostname or ""
         if problem:
-            raise LookupFailed(f"not fetched: {problem}")
+            raise LookupFailed(f"not fetched: {problem}", host=host, answered=False)
         try:
             with deadline(self.total_timeout), self.client.stream("GET", url) as response:
                 if response.status_code == 404:
                     return None
                 if response.status_code != 200:
-                    raise LookupFailed(f"HTTP {response.status_code} from {url}")
+                    raise LookupFailed(f"{host} answered HTTP {response.status_code}", host=host)
                 body = read_capped(response, MAX_RESPONSE)
                 if body is None:
-                    raise LookupFailed(f"answer larger than {MAX_RESPONSE} bytes")
+                    raise LookupFailed(f"answer larger than {MAX_RESPONSE} bytes", host=host)
                 return body
-        except (BlockedAddress, NameNotResolved, httpx.HTTPError) as e:
-            raise LookupFailed(f"{type(e).__name__}: {e}"[:200]) from e
+        except (NameNotResolved, httpx.TimeoutException, httpx.NetworkError) as e:
+            note = f"{type(e).__name__}: {e}"[:200]
+            raise LookupFailed(note, host=host, unreachable=True) from e
+        except BlockedAddress as e:  # a redirect refused came from an answer; the rest did not
+            answered = isinstance(e, RedirectRefused)
+            raise LookupFailed(f"not fetched: {e}"[:200], host=host, answered=answered) from e
+        except httpx.HTTPError as e:
+            raise LookupFailed(f"{type(e).__name__}: {e}"[:200], host=host) from e
 
     def arxiv(self, title: str) -> Found | None:
         """Return the arXiv entry whose title is (near-)exactly this one, or None."""

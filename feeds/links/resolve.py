@@ -6,20 +6,27 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 import httpx
 
 from feeds import __version__
 from feeds.config import LinkSettings
-from feeds.links.check import Checker, check_many
+from feeds.links.check import Checker, CheckResult, check_many
 from feeds.links.enrich import Enricher, LookupFailed, Throttle
-from feeds.links.guard import AddressPolicy, guarded_client
-from feeds.links.policy import schedule
+from feeds.links.guard import AddressPolicy, NameNotResolved, guarded_client
+from feeds.links.policy import (
+    LOOKUPS_KEY,
+    NETWORK_KEY,
+    Outage,
+    network_after,
+    say_outage,
+    schedule,
+)
 from feeds.state import Store
 
 USER_AGENT = f"paperfeeds/{__version__} (+https://pypi.org/project/paperfeeds/; link checker)"
 LOOKUP_AGAIN = timedelta(days=30)  # nothing found: papers gain code links later
-LOOKUP_RETRY = timedelta(days=1)  # the lookup failed
 
 
 @dataclass(frozen=True)
@@ -29,8 +36,19 @@ class LinkReport:
     statuses: dict[str, int] = field(default_factory=dict)
     looked_up: int = 0
     found: int = 0  # new links from lookups
-    network_down: bool = False
+    network_down: bool = False  # no network: nothing answered (now, or when last tried)
     problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Looked:
+    """What a run's lookups did."""
+
+    looked_up: int = 0
+    found: int = 0  # new links
+    answered: bool = False  # an API answered (the network works)
+    failure: LookupFailed | None = None  # the failure that stopped them
+    failed_paper: str | None = None
 
 
 def resolve_links(
@@ -39,14 +57,24 @@ def resolve_links(
     now: datetime,
     progress: Callable[[str], None] = lambda _m: None,
 ) -> LinkReport:
-    """Look up papers without a code link, then check every due URL; store what was learnt."""
+    """Look up papers without a code link, then check every due URL; store what was learnt.
+
+    Without network nothing is tried again before its time (policy.backoff), and that the
+    network is down is said once, by the run that finds it so: cron mails only news.
+    """
+    network = Outage.from_text(store.meta(NETWORK_KEY))
+    if not network.due(now):
+        return LinkReport(network_down=True)
+    lookups = Outage.from_text(store.meta(LOOKUPS_KEY))
     policy = AddressPolicy.from_settings(settings.allow_hosts)
     client = guarded_client(
         policy, timeout=settings.timeout, user_agent=USER_AGENT,
         max_connections=max(settings.concurrency, 1) * 2,
     )  # fmt: skip
     with client:
-        looked_up, found, problems = _look_up(store, settings, policy, client, now, progress)
+        looked = _Looked()
+        if lookups.due(now):
+            looked = _look_up(store, settings, policy, client, now, progress)
         token = os.environ.get("GITHUB_TOKEN") or None
         checker = Checker(
             client, policy, total_timeout=settings.timeout,
@@ -59,24 +87,73 @@ def resolve_links(
                 progress=lambda n, total: progress(f"checking links {n}/{total}"),
             )
         )  # fmt: skip
-    network_up = any(r.responded for r in results)
+    answered = looked.answered or any(r.responded for r in results)
+    unreachable, cause = _unreachable(results, looked.failure)
+    now_network = network_after(network, now, answered, unreachable, cause)
+    now_lookups = lookups
+    failure = looked.failure
+    if failure is not None and not now_network.down:  # the lookup API's own trouble
+        why = _unreachable([], failure)[1] if failure.unreachable else str(failure)
+        now_lookups = lookups.failed(now, why)
+    elif looked.answered:
+        now_lookups = lookups.worked(now)
     statuses: dict[str, int] = {}
     changed = 0
     with store.transaction():
         for r in results:
             failures, since = store.url_check(r.url)
-            status, due_at, failures, since = schedule(r, now, failures, since, network_up)
+            if now_network.down and r.unreachable and now_network.retry_at:
+                # Not the link's failure: checked again with the network, as often.
+                status, due_at = r.status, now_network.retry_at
+            else:
+                status, due_at, failures, since = schedule(r, now, failures, since, answered)
             statuses[status] = statuses.get(status, 0) + 1
             changed += store.put_check(
                 r.url, status, r.http_status, r.final_url, r.note, now, due_at, failures, since
             )
-    skipped = len(due) - len(results)
-    if skipped:
-        problems.append(f"no network: {skipped} links left unchecked for the next run")
+        if failure is not None and looked.failed_paper and not now_network.down:
+            # Asked again when the lookups are (a network that is down is not the paper's).
+            store.put_lookup(looked.failed_paper, _source(settings), now,
+                             now_lookups.retry_at, False, str(failure))  # fmt: skip
+        for key, before, after in ((NETWORK_KEY, network, now_network),
+                                   (LOOKUPS_KEY, lookups, now_lookups)):  # fmt: skip
+            if after != before:
+                store.set_meta(key, after.to_text())
+    problems = []
+    if now_network.down and not network.down:
+        problems.append(f"network {say_outage(now_network)}; links and lookups wait till then")
+    elif now_lookups.down and not lookups.down:
+        problems.append(f"lookups {say_outage(now_lookups)}")
     return LinkReport(
-        checked=len(results), changed=changed, statuses=statuses, looked_up=looked_up,
-        found=found, network_down=bool(results) and not network_up, problems=tuple(problems),
+        checked=len(results), changed=changed, statuses=statuses, looked_up=looked.looked_up,
+        found=looked.found, network_down=now_network.down, problems=tuple(problems),
     )  # fmt: skip
+
+
+def _unreachable(results: list[CheckResult], failure: LookupFailed | None) -> tuple[set[str], str]:
+    """Return the hosts nobody could reach, and why, in words: `names do not resolve
+    (export.arxiv.org, github.com)`."""
+    hosts: dict[str, str] = {}  # host: why
+    for r in results:
+        if r.unreachable:
+            why = "name" if r.dns_failure else "time" if r.note == "timed out" else "connect"
+            hosts.setdefault(urlsplit(r.url).hostname or "", why)
+    if failure is not None and failure.unreachable:
+        cause = failure.__cause__
+        why = "name" if isinstance(cause, NameNotResolved) else (
+            "time" if isinstance(cause, httpx.TimeoutException) else "connect")  # fmt: skip
+        hosts.setdefault(failure.host, why)
+    whys = set(hosts.values())
+    said = ("names do not resolve" if "name" in whys else
+            "no answer in time" if "time" in whys else "no connection")  # fmt: skip
+    shown = sorted(hosts)
+    listed = ", ".join(shown[:3]) + (", …" if len(shown) > 3 else "")
+    return set(hosts), f"{said}: {listed}" if hosts else said
+
+
+def _source(settings: LinkSettings) -> str:
+    """Return the source lookups are recorded under (the first one asked)."""
+    return "arxiv" if settings.arxiv else "huggingface"
 
 
 def _look_up(
@@ -86,20 +163,20 @@ def _look_up(
     client: httpx.Client,
     now: datetime,
     progress: Callable[[str], None],
-) -> tuple[int, int, list[str]]:
-    """Ask arXiv and Hugging Face about papers that have no code link yet."""
+) -> _Looked:
+    """Ask arXiv and Hugging Face about papers that have no code link yet; stop at the
+    first failure (the caller decides whose it is: the network's or the API's)."""
     enricher = Enricher(
         client, policy,
         arxiv_api=settings.arxiv_api if settings.arxiv else None,
         huggingface_api=settings.huggingface_api if settings.huggingface else None,
         arxiv_throttle=Throttle(settings.arxiv_delay), total_timeout=settings.timeout,
     )  # fmt: skip
-    source = "arxiv" if settings.arxiv else "huggingface"
+    source = _source(settings)
     if not (settings.arxiv or settings.huggingface) or settings.lookups_per_run == 0:
-        return 0, 0, []
+        return _Looked()
     todo = store.papers_to_look_up(source, now, settings.lookups_per_run)
-    looked_up = found = failed = 0
-    problems: list[str] = []
+    looked_up = found = 0
     for n, paper in enumerate(store.papers(todo), start=1):
         progress(f"looking up papers {n}/{len(todo)}")
         looked_up += 1
@@ -107,13 +184,9 @@ def _look_up(
             arxiv = enricher.arxiv(paper.title)
             hf = enricher.huggingface(paper.title, arxiv.arxiv_id if arxiv else None)
         except LookupFailed as e:
-            failed += 1
-            with store.transaction():
-                store.put_lookup(paper.paper_id, source, now, now + LOOKUP_RETRY, False, str(e))
-            if failed == looked_up:  # nothing has worked yet (no network?): stop early
-                problems.append(f"lookups failed ({e}); the rest waits for the next run")
-                break
-            continue
+            # Whatever failed (the network, the API, this paper's query), the next papers
+            # would most likely fail alike: the rest waits, backing off (see resolve_links).
+            return _Looked(looked_up, found, looked_up > 1 or e.answered, e, paper.paper_id)
         links = [*(arxiv.links if arxiv else ()), *(hf.links if hf else ())]
         with store.transaction():
             added = store.add_links(paper.paper_id, links)
@@ -121,4 +194,4 @@ def _look_up(
             due = None if has_code else now + LOOKUP_AGAIN
             store.put_lookup(paper.paper_id, source, now, due, bool(links))
         found += added
-    return looked_up, found, problems
+    return _Looked(looked_up, found, looked_up > 0)

@@ -26,6 +26,7 @@ from feeds.publish.view import (
     Site,
     best_link,
     feed_path,
+    link_words,
     links_by_kind,
     matched_text,
     paper_path,
@@ -208,12 +209,17 @@ def _feedgen(site: Site, feed: FeedView, fmt: str, items: list[Item]) -> bytes:
     # Config and state text is cleaned at load time; cleaning again here keeps the writer
     # total: lxml refuses to serialize a string with a character XML forbids.
     title = clean_xml(feed.title).strip() or feed.id
-    description = clean_xml(feed.description).strip() or title
+    description = clean_xml(feed.description).strip()
     fg = FeedGenerator()
     fg.id(feed_id(feed))
     fg.title(title)
-    # Readers take RSS descriptions as HTML (Atom's subtitle is declared text).
-    fg.subtitle(html.escape(description, quote=False) if fmt == "rss" else description)
+    # Readers take RSS descriptions as HTML (Atom's subtitle is declared text). RSS 2.0
+    # requires one, so a topic without a description has its title there; Atom's subtitle
+    # is optional, and a reader shows it under the title: none rather than the title twice.
+    if fmt == "rss":
+        fg.subtitle(html.escape(description or title, quote=False))
+    elif description:
+        fg.subtitle(description)
     fg.author({"name": clean_xml(site.title), "uri": site.base_url})
     fg.generator("paperfeeds", __version__, GENERATOR_URI)
     fg.language("en")
@@ -527,12 +533,10 @@ def content_html(paper: Paper, links: tuple[Link, ...]) -> str:
         for link in group:
             href, text = safe_href(link), _esc(link.url)
             shown = f'<a href="{_esc(href)}">{text}</a>' if href else text
-            out += f"<li>{_esc(kind)}: {shown} ({_esc(link.status)}"
-            if link.note:
-                out += f": {_esc(link.note)}"
+            out += f"<li>{_esc(kind)}: {shown} — {_esc(link_words(link))}"
             if link.source != "digest":
-                out += f", via {_esc(link.source)}"
-            out += ")</li>\n"
+                out += f"; found via {_esc(link.source)}"
+            out += "</li>\n"
     return out + "</ul>"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from feeds.model import Hit, Item, Link, Paper
@@ -98,11 +99,144 @@ def links_by_kind(links: tuple[Link, ...]) -> list[tuple[str, list[Link]]]:
 
 
 def matched_text(hits: tuple[Hit, ...]) -> str:
-    """Return hits as `term in field, field; term in field`, terms in their first order."""
+    """Return hits as `term in field, field; term in field`, terms in their first order.
+
+    A term is left out when each of its hits is within a longer term's hit in the same
+    field (`speculative` beside `speculative decoding`, `推测` beside `推测解码`): the line
+    says why a paper matched, the longest terms first found. (The JSON Feed's `matched` keeps
+    every hit: it is data.)"""
     fields: dict[str, list[str]] = {}
     for hit in hits:
         fields.setdefault(hit.term, []).append(hit.field)
-    return "; ".join(f"{term} in {', '.join(names)}" for term, names in fields.items())
+    # A topic's papers mostly match alike: a line is made once per set of hits (a tuple of
+    # strings hashes in C, a tuple of Hits in Python).
+    return _matched_line(tuple((term, tuple(names)) for term, names in fields.items()))
+
+
+@lru_cache(maxsize=4096)
+def _matched_line(fields: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
+    if len(fields) > 1:
+        fields = tuple(
+            (term, names)
+            for term, names in fields
+            if not all(
+                any(f in others and _within(term, longer) for longer, others in fields)
+                for f in names
+            )
+        )
+    return "; ".join(f"{term} in {', '.join(names)}" for term, names in fields)
+
+
+@lru_cache(maxsize=4096)
+def _within(term: str, longer: str) -> bool:
+    """Return True when a term's every match is inside `longer`: the matcher finds `term`
+    in the text `longer` stands for (a /regex/ stands for no text), which is longer."""
+    if term == longer:
+        return False
+    from feeds.terms import compile_term  # only for lines of several terms
+
+    try:
+        outer, inner = compile_term(longer), compile_term(term)
+    except re.error:  # not a term (a venue or an author that matched): nothing is within
+        return False
+    key = outer.key
+    return key is not None and key != inner.key and inner.search(key)
+
+
+def link_words(link: Link) -> str:
+    """Return a link's check status as a reader understands it: `works`, `moved (now at
+    …)`, `broken (404)`, `could not be checked: github.com did not answer; will retry`.
+
+    Never the raw note (an exception, an errno): that is for `feeds status --verbose`."""
+    status, note = link.status, link.note
+    if note is None and status in _PLAIN:  # most links: pages show millions of them
+        return _PLAIN[status]
+    if status == "blocked" and not web_url(link.url):  # data:, javascript:, ...
+        return "blocked: not a web address"
+    words = _status_words(status, note, link.http_status)
+    if "{host}" in words:
+        words = words.replace("{host}", _host(link.url))
+    if "{final}" in words:
+        final = web_url(link.final_url)
+        words = words.replace("{final}", final) if final else words.replace(" (now at {final})", "")
+    return words
+
+
+_PLAIN = {"unchecked": "not checked yet", "ok": "works"}
+_PLAIN_HOST = re.compile(r"https?://([A-Za-z0-9.-]+)(?:[:/?#]|$)")
+
+
+def _host(url: str) -> str:
+    m = _PLAIN_HOST.match(url)  # nearly every link; urlsplit for the rest
+    if m:
+        return m.group(1).lower()
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        host = None
+    return host or "the server"
+
+
+_RETRY = "; will retry"
+_UNREACHABLE = {  # check.py's notes of a server that was not reached, by their start
+    "name not resolved": "{host} was not found (no network?)",
+    "timed out": "{host} did not answer in time",
+    "ConnectError": "{host} did not answer",
+    "ReadError": "{host} stopped answering",
+    "WriteError": "{host} stopped answering",
+    "CloseError": "{host} stopped answering",
+}
+
+
+@lru_cache(maxsize=4096)
+def _status_words(status: str, note: str | None, code: int | None) -> str:
+    """Return a status in words, `{host}` and `{final}` standing for the link's host and
+    where it leads. From the notes links/check.py writes, which the state keeps: old ones
+    are read too, and a note not known here is left out rather than shown raw."""
+    note = note or ""
+    if status == "unchecked":
+        return "not checked yet"
+    if status == "ok":
+        return "works, archived (read-only)" if note == "archived" else "works"
+    if status == "redirected":
+        said = "renamed (now at {final})" if note == "renamed" else "moved (now at {final})"
+        return said + (", archived (read-only)" if note == "archived" else "")
+    if status == "dead":
+        if note.startswith("name not resolved"):
+            return "broken: {host} no longer exists"
+        if note == "no such GitHub repository":
+            return "broken: no such GitHub repository"
+        return f"broken ({code})" if code else "broken"
+    if status == "blocked":
+        if note.startswith("redirect to"):
+            where = "a private address" if "public" in note or "local" in note else "no web page"
+            return f"blocked: it leads to {where}"
+        if note.startswith(("not an http(s) URL", "no host", "not a valid URL")):
+            return "blocked: not a web address"
+        return "blocked: not a public address"
+    if status != "error":
+        return status
+    if note.startswith("invalid URL"):
+        return "could not be checked: not a valid web address"
+    for start, said in _UNREACHABLE.items():
+        if note.startswith(start):
+            return f"could not be checked: {said}{_RETRY}"
+    if note.startswith("redirect loop"):
+        return f"could not be checked: it redirects in a loop{_RETRY}"
+    if note.startswith("more than"):
+        return f"could not be checked: too many redirects{_RETRY}"
+    who = "GitHub" if note.startswith("GitHub") else "{host}"
+    if note == "GitHub rate limit" or code == 429:
+        return f"could not be checked: {who} asked us to wait{_RETRY}"
+    if note == "GitHub API: not a JSON object":
+        return f"could not be checked: GitHub's answer was not understood{_RETRY}"
+    if code in (401, 403, 407):
+        return f"could not be checked: {who} refused access ({code}){_RETRY}"
+    if code is not None and code >= 500:
+        return f"could not be checked: {who} had a server error ({code}){_RETRY}"
+    if code is not None:
+        return f"could not be checked: {who} answered {code}{_RETRY}"
+    return f"could not be checked: {{host}} gave no usable answer{_RETRY}"
 
 
 def web_url(url: str | None) -> str | None:
