@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from feeds.config import Criteria
     from feeds.match import Matcher
     from feeds.model import Hit
+    from feeds.state.records import SeqRange
 
 Progress = Callable[[str], None]
 
@@ -32,15 +33,15 @@ def matched(store: Store, job: Matching, progress: Progress) -> Iterator[PaperMa
     from feeds.helper import shared
 
     parts = store.seq_ranges(PAPERS_PER_MATCH, unmatched_only=job.unmatched_only)
-    total, begun = sum(n for _first, _end, n in parts), 0
+    total, begun = sum(part.papers for part in parts), 0
 
-    def begin(part: tuple[int, int, int]) -> None:
+    def begin(part: SeqRange) -> None:
         nonlocal begun
-        begun += part[2]
+        begun += part.papers
         topics = count(len(job.topics), "topic")
         progress(f"matching: {begun:,} of {count(total, 'paper')} against {topics}")
 
-    def here(part: tuple[int, int, int]) -> Matched:
+    def here(part: SeqRange) -> Matched:
         return job.run(store, part)
 
     for matched in shared(store.path, job, parts, total, here, begin):
@@ -67,7 +68,7 @@ class Matching:
         self._matcher = None
         self._encoded = {}
 
-    def run(self, store: Store, part: tuple[int, int, int]) -> Matched:
+    def run(self, store: Store, part: SeqRange) -> Matched:
         if self._matcher is None:
             from feeds.cache import cached_matcher
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
-from typing import Literal
+from typing import Literal, NamedTuple
 
 LinkKind = Literal["code", "project", "paper", "video", "venue", "other"]
 LinkStatus = Literal["ok", "redirected", "dead", "error", "blocked", "unchecked"]
@@ -62,9 +62,11 @@ class Link:
     note: str | None = None  # why it is in error, or what is notable ("archived")
 
 
-@dataclass(frozen=True)
-class Hit:
-    """A term that matched, and the field it matched in."""
+class Hit(NamedTuple):
+    """A term that matched, and the field it matched in.
+
+    A named tuple rather than a dataclass: hits are made for every match and compared and
+    hashed by the million (a tuple of strings hashes in C)."""
 
     term: str
     field: str
@@ -78,19 +80,6 @@ class Item:
     entered: datetime
     links: tuple[Link, ...] = ()
     matched: tuple[Hit, ...] = field(default=())
-
-
-@dataclass(frozen=True)
-class Stored:
-    """What storing a digest's papers did (see Store.put_papers)."""
-
-    counts: dict[str, int]  # how many papers were "new", "changed", "same"
-    # (line, the paper stored, this record): one title, no author in common. The two are
-    # kept as one paper; what the record says beyond the stored paper is not used.
-    collisions: tuple[tuple[int, Paper, Paper], ...] = ()
-    # Papers read again that no other digest holds: their links from digests are those of
-    # the new reading alone (see Store.add_links).
-    reread_alone: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

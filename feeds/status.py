@@ -32,7 +32,8 @@ def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:
             "state": str(path),
             **store.counts(),
             "rejected_digests": [
-                {"name": n, "seen": s, "reason": r} for n, s, r in store.rejected()
+                {"name": r.name, "seen": r.seen.isoformat(), "reason": r.reason}
+                for r in store.rejected()
             ],
             "skipped_records": [str(d) for d in store.diagnostics()],
             "topics": {t.id: members.get(t.id, 0) for t in config.topics},
@@ -43,7 +44,9 @@ def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:
             **extra,
             "sources": [_source(src, config) for src in store.sources()],
             "last_run": None if last is None else {
-                "started": last[0], "finished": last[1], "summary": last[2],
+                "started": last.started.isoformat(),
+                "finished": last.finished.isoformat() if last.finished else None,
+                "summary": last.summary,
             },
         }  # fmt: skip
     finally:

@@ -3,7 +3,6 @@ last time, and the documents are byte for byte what rendering everything again g
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 from dataclasses import replace
@@ -18,6 +17,7 @@ from feeds.model import Hit, Item, Link
 from feeds.pipeline import run
 from feeds.publish import render
 from feeds.publish.view import FeedView, Site
+from feeds.state.records import ListRow
 from tests.conftest import project_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,10 +102,10 @@ def test_blocks_of_foreign_or_damaged_files_are_not_used() -> None:
     assert len(render.entry_blocks("atom", cut)) < 3
 
 
-def _rows(items: list[Item]) -> list[tuple[str, str, str | None, str | None, str, str]]:
+def _rows(items: list[Item]) -> list[ListRow]:
     return [
-        (i.paper.paper_id, i.paper.title, i.paper.title_zh, i.paper.venue,
-         i.entered.isoformat(), json.dumps([[h.term, h.field] for h in i.matched]))
+        ListRow(i.paper.paper_id, i.paper.title, i.paper.title_zh, i.paper.venue,
+                i.entered.isoformat(), i.matched)
         for i in items
     ]  # fmt: skip
 

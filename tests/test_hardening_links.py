@@ -37,6 +37,7 @@ from feeds.pipeline import run
 from feeds.publish.render import content_html, render_feed, render_json_feed, render_topic
 from feeds.publish.view import FeedView, Site, best_link, safe_href, web_url
 from feeds.sources import SourceFailed, fetch
+from feeds.state.records import ListRow
 from feeds.text import paper_id
 from tests.linkserver import LinkServer, json_reply, redirect, reply
 
@@ -513,7 +514,7 @@ def test_renderer_links_only_to_http_urls_whatever_the_state_says() -> None:
     assert "<li>project: javascript:alert(2) — not checked yet</li>" in text  # shown, not linked
 
     feed = FeedView("t", "T", "", T0, (Item(PAPER, T0, HOSTILE_LINKS[1:]),), 10)
-    rows = [(PAPER.paper_id, TITLE, None, "ICML", T0.isoformat(), "[]")]
+    rows = [ListRow(PAPER.paper_id, TITLE, None, "ICML", T0.isoformat(), ())]
     topic = b"".join(render_topic(SITE, feed, rows, {PAPER.paper_id: HOSTILE_LINKS}))
     assert all(_page_ref_ok(r) for r in _Refs(topic.decode()).refs)
     # The code link is linked; the project and paper links, which have no safe URL, are named.

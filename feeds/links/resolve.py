@@ -24,6 +24,7 @@ from feeds.links.policy import (
     schedule,
 )
 from feeds.state import Store
+from feeds.state.records import UrlCheck
 
 USER_AGENT = f"paperfeeds/{__version__} (+https://pypi.org/project/paperfeeds/; link checker)"
 LOOKUP_AGAIN = timedelta(days=30)  # nothing found: papers gain code links later
@@ -101,7 +102,8 @@ def resolve_links(
     changed = 0
     with store.transaction():
         for r in results:
-            failures, since = store.url_check(r.url)
+            history = store.url_history(r.url)
+            failures, since = history.failures, history.dns_failing_since
             if now_network.down and r.unreachable and now_network.retry_at:
                 # Not the link's failure: checked again with the network, as often.
                 status, due_at = r.status, now_network.retry_at
@@ -109,8 +111,9 @@ def resolve_links(
                 status, due_at, failures, since = schedule(r, now, failures, since, answered)
             statuses[status] = statuses.get(status, 0) + 1
             changed += store.put_check(
-                r.url, status, r.http_status, r.final_url, r.note, now, due_at, failures, since
-            )
+                UrlCheck(r.url, status, r.http_status, r.final_url, r.note, now, due_at,
+                         failures, since)
+            )  # fmt: skip
         if failure is not None and looked.failed_paper and not now_network.down:
             # Asked again when the lookups are (a network that is down is not the paper's).
             store.put_lookup(looked.failed_paper, _source(settings), now,

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from feeds.publish.paths import ALL
-from feeds.state import ListRow, Store
+from feeds.state import Store
 
 if TYPE_CHECKING:
     from feeds.model import Hit, Paper
     from feeds.publish.view import FeedView, PaperView, Site
     from feeds.publish.write import Writer
+    from feeds.state.records import ListRow
 
 
 @dataclass(frozen=True)
@@ -284,9 +285,9 @@ def _pages(plan: Plan, store: Store, out: Writer, part: Pages) -> None:
 def _paper_views(store: Store, part: Pages, titles: dict[str, str]) -> Iterator[PaperView]:
     from feeds.publish.view import PaperView
 
-    for paper, first_seen, links, topics in store.paper_pages(part.ids, seqs=part.seqs):
-        shown = tuple((t, titles[t], h) for t, h in topics if t in titles)
-        yield PaperView(paper, first_seen, links, shown)
+    for page in store.paper_pages(part.ids, seqs=part.seqs):
+        shown = tuple((t, titles[t], h) for t, h in page.topics if t in titles)
+        yield PaperView(page.paper, page.first_seen, page.links, shown)
 
 
 PAGES_PER_PART = 1000  # ~0.3 s of rendering: fine enough to share, coarse enough to hand over
@@ -299,4 +300,4 @@ def page_parts(store: Store, paper_ids: list[str] | None) -> list[Pages]:
     if paper_ids is not None:
         chunks = (tuple(paper_ids[i : i + size]) for i in range(0, len(paper_ids), size))
         return [Pages(ids=ids, count=len(ids)) for ids in chunks]
-    return [Pages(seqs=(first, end), count=n) for first, end, n in store.seq_ranges(size)]
+    return [Pages(seqs=(r.first, r.end), count=r.papers) for r in store.seq_ranges(size)]

@@ -34,7 +34,7 @@ from feeds.publish.view import (
     topic_path,
     web_url,
 )
-from feeds.state import ListRow
+from feeds.state.records import ListRow
 from feeds.text import PAPER_NAMESPACE, clean_xml, paper_uuid
 
 if TYPE_CHECKING:
@@ -463,7 +463,7 @@ def _reading_row(root: str, row: ListRow, links: tuple[Link, ...]) -> str:
     Plain Python rather than a template loop: a full build writes one line per topic
     membership (millions), and this is several times faster than Jinja's per-item work.
     """
-    paper_id, title, title_zh, venue, entered, matched = row
+    paper_id, title, title_zh, venue, entered, hits = row
     out = f'<li><a href="{root}{paper_path(paper_id)}">{_esc(title)}</a>'
     if title_zh:
         out += f'<br><span lang="zh">{_esc(title_zh)}</span>'
@@ -475,8 +475,8 @@ def _reading_row(root: str, row: ListRow, links: tuple[Link, ...]) -> str:
             href = safe_href(link)
             kind = _esc(link.kind)
             out += f' · <a href="{_esc(href)}">{kind}</a>' if href else f" · {kind}"
-    if matched != "[]":
-        out += f" · matched: {_matched_html(matched)}"
+    if hits:
+        out += f" · matched: {_matched_html(hits)}"
     return out + "</span></li>\n"
 
 
@@ -493,9 +493,9 @@ def reading_rows(document: str) -> dict[str, str]:
 
 
 @lru_cache(maxsize=65536)
-def _matched_html(hits_json: str) -> str:
-    # Rows of one topic mostly share their hits: decoded and escaped once.
-    hits = tuple(Hit(term, field) for term, field in json.loads(hits_json))
+def _matched_html(hits: tuple[Hit, ...]) -> str:
+    # Rows of one topic mostly share their hits: worded and escaped once (hits are tuples
+    # of strings: hashed in C).
     return str(escape(matched_text(hits)))
 
 

@@ -2,7 +2,8 @@
 
 `public/` can always be rebuilt from this database; the database is the record. Its
 storage is split the way lemon24/reader splits its own: the schema and its migrations
-(_schema), the connection and transactions (_db), how rows encode values (_rows), and one
+(_schema), the connection and transactions (_db), how rows encode values (_rows), the
+records queries return (records), and one
 module per group of tables, each a mixin of Store: papers, links, memberships, inputs
 (digests, files, sources, runs) and what is dirty (to publish again).
 """
@@ -11,13 +12,13 @@ from __future__ import annotations
 
 from feeds.state._db import Batch
 from feeds.state._inputs import InputsMixin
-from feeds.state._members import ListRow
 from feeds.state._papers import PapersMixin
 from feeds.state._rows import encode_hits, parse_ts
 from feeds.state._schema import MEMBER_INDEXES, SCHEMA_VERSION
 
-__all__ = ["MEMBER_INDEXES", "SCHEMA_VERSION", "Batch", "ListRow", "Store", "encode_hits",
-           "parse_ts"]  # fmt: skip
+# The records its queries return are in feeds.state.records, imported where they are made:
+# creating their classes would cost a run that has nothing to do.
+__all__ = ["MEMBER_INDEXES", "SCHEMA_VERSION", "Batch", "Store", "encode_hits", "parse_ts"]
 
 
 class Store(PapersMixin, InputsMixin):

@@ -10,10 +10,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from feeds.state._db import StoreBase
-from feeds.state._rows import opt_dt, opt_ts, ts
+from feeds.state._rows import opt_dt, opt_ts, parse_ts, ts
 
 if TYPE_CHECKING:
     from feeds.model import Diagnostic, SourceState
+    from feeds.state.records import LastRun, Rejected
 
 
 def _file_key(path: str) -> str | bytes:
@@ -56,12 +57,14 @@ class InputsMixin(StoreBase):
             [(digest_hash, d.file, d.line, d.message) for d in diagnostics],
         )
 
-    def rejected(self) -> list[tuple[str, str, str]]:
-        """Return (name, when, reason) of every rejected digest, newest first."""
+    def rejected(self) -> list[Rejected]:
+        """Return every rejected digest, newest first."""
+        from feeds.state.records import Rejected
+
         rows = self.db.execute(
             "SELECT name, seen, reason FROM digests WHERE status = 'rejected' ORDER BY seen DESC"
         )
-        return [(str(n), str(s), str(r)) for n, s, r in rows]
+        return [Rejected(str(n), parse_ts(s), str(r)) for n, s, r in rows]
 
     def diagnostics(self) -> list[Diagnostic]:
         from feeds.model import Diagnostic
@@ -124,13 +127,16 @@ class InputsMixin(StoreBase):
             (ts(now), json.dumps(summary, ensure_ascii=False, sort_keys=True), run_id),
         )
 
-    def last_run(self) -> tuple[str, str | None, dict[str, Any]] | None:
+    def last_run(self) -> LastRun | None:
+        from feeds.state.records import LastRun
+
         row = self.db.execute(
             "SELECT started, finished, summary FROM runs ORDER BY id DESC LIMIT 1"
         ).fetchone()
         if row is None:
             return None
-        return str(row[0]), row[1], json.loads(row[2]) if row[2] else {}
+        summary = json.loads(row[2]) if row[2] else {}
+        return LastRun(parse_ts(row[0]), opt_dt(row[1]), summary)
 
     def counts(self) -> dict[str, int]:
         q = {

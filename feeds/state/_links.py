@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 
 from feeds.state._db import chunks
 from feeds.state._dirty import DirtyMixin
-from feeds.state._rows import parse_ts, ts
+from feeds.state._rows import opt_ts, parse_ts, ts
 
 if TYPE_CHECKING:
     from feeds.model import Link
+    from feeds.state.records import UrlCheck, UrlHistory
 
 
 class LinksMixin(DirtyMixin):
@@ -56,39 +57,31 @@ class LinksMixin(DirtyMixin):
         )
         return [str(r[0]) for r in rows]
 
-    def url_check(self, url: str) -> tuple[int, datetime | None]:
-        """Return (failures so far, since when the name has not resolved) for a URL."""
+    def url_history(self, url: str) -> UrlHistory:
+        """Return what the next check of a URL builds on (failures in a row, since when its
+        name has not resolved)."""
+        from feeds.state.records import UrlHistory
+
         row = self.db.execute(
             "SELECT failures, dns_failing_since FROM url_checks WHERE url = ?", (url,)
         ).fetchone()
         if row is None:
-            return 0, None
-        return int(row[0]), parse_ts(row[1]) if row[1] else None
+            return UrlHistory()
+        return UrlHistory(int(row[0]), parse_ts(row[1]) if row[1] else None)
 
-    def put_check(
-        self,
-        url: str,
-        status: str,
-        http_status: int | None,
-        final_url: str | None,
-        note: str | None,
-        now: datetime,
-        due: datetime,
-        failures: int,
-        dns_failing_since: datetime | None,
-    ) -> bool:
+    def put_check(self, c: UrlCheck) -> bool:
         """Record a check; return True when what a reader sees (status, target) changed."""
         old = self.db.execute(
-            "SELECT status, final_url, note FROM url_checks WHERE url = ?", (url,)
+            "SELECT status, final_url, note FROM url_checks WHERE url = ?", (c.url,)
         ).fetchone()
         self.db.execute(
             "INSERT OR REPLACE INTO url_checks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (url, status, http_status, final_url, note, ts(now), ts(due), failures,
-             ts(dns_failing_since) if dns_failing_since else None),
+            (c.url, c.status, c.http_status, c.final_url, c.note, ts(c.checked), ts(c.due),
+             c.failures, opt_ts(c.dns_failing_since)),
         )  # fmt: skip
-        changed = old is None or tuple(old) != (status, final_url, note)
+        changed = old is None or tuple(old) != (c.status, c.final_url, c.note)
         if changed:
-            for (pid,) in self.db.execute("SELECT paper_id FROM links WHERE url = ?", (url,)):
+            for (pid,) in self.db.execute("SELECT paper_id FROM links WHERE url = ?", (c.url,)):
                 self._touch_paper(str(pid))
         return changed
 

@@ -14,10 +14,8 @@ from feeds.state._rows import PAPER_COLS, hits_from, paper_from, parse_ts, ts
 from feeds.state._schema import MEMBER_INDEXES
 
 if TYPE_CHECKING:
-    from feeds.model import Hit, Paper
+    from feeds.state.records import ListRow, MemberItem
 
-# A reading-list row: (paper_id, title, title_zh, venue, entered timestamp, hits as JSON).
-ListRow = tuple[str, str, str | None, str | None, str, str]
 
 # From a topic's memberships and their papers: what a reading-list row shows (ListRow),
 # and what a feed item is made of (the paper, its entry date and hits).
@@ -206,13 +204,12 @@ class MembersMixin(DirtyMixin):
         sql = ROWS_SQL + " WHERE m.topic_id = ?"
         newest_first = sql + " ORDER BY m.entered DESC, m.seq LIMIT ? OFFSET ?"
         if offset is None:
-            return self.db.execute(newest_first, (topic_id, limit, 0)).fetchall()
+            return _list_rows(self.db.execute(newest_first, (topic_id, limit, 0)))
         if count is not None and 0 <= count - offset - limit < offset:
-            return self.db.execute(
-                newest_first, (topic_id, limit, count - offset - limit)
-            ).fetchall()
+            rows = self.db.execute(newest_first, (topic_id, limit, count - offset - limit))
+            return _list_rows(rows)
         sql += " ORDER BY m.entered, m.seq DESC LIMIT ? OFFSET ?"
-        return self.db.execute(sql, (topic_id, limit, offset)).fetchall()[::-1]
+        return _list_rows(self.db.execute(sql, (topic_id, limit, offset)))[::-1]
 
     def topic_ids(self, topic_id: str, limit: int) -> list[str]:
         """Return the ids of a topic's newest `limit` papers, newest first (the order of
@@ -230,7 +227,7 @@ class MembersMixin(DirtyMixin):
             rows = self.db.execute(
                 ROWS_SQL + f" WHERE m.topic_id = ? AND m.paper_id IN {among}", (topic_id, *chunk)
             )
-            found.update((row[0], row) for row in rows)
+            found.update((row.paper_id, row) for row in _list_rows(rows))
         return found
 
     def topic_parts(
@@ -247,12 +244,10 @@ class MembersMixin(DirtyMixin):
             rows = cursor.fetchmany(size)
             if not rows:
                 break
-            yield k, rows[::-1]
+            yield k, _list_rows(rows)[::-1]
         cursor.close()
 
-    def topic_items(
-        self, topic_id: str, limit: int | None = None
-    ) -> Iterator[tuple[Paper, datetime, tuple[Hit, ...]]]:
+    def topic_items(self, topic_id: str, limit: int | None = None) -> Iterator[MemberItem]:
         """Yield a topic's papers newest first (digest order among equals), with entry
         dates and hits; read as they are used, so a huge topic does not fill memory."""
         sql = ITEMS_SQL + " WHERE m.topic_id = ? ORDER BY m.entered DESC, m.seq"
@@ -260,8 +255,10 @@ class MembersMixin(DirtyMixin):
         if limit is not None:
             sql += " LIMIT ?"
             args += (limit,)
+        from feeds.state.records import MemberItem
+
         for row in self.db.execute(sql, args):
-            yield paper_from(row[:-2]), parse_ts(row[-2]), hits_from(row[-1])
+            yield MemberItem(paper_from(row[:-2]), parse_ts(row[-2]), hits_from(row[-1]))
 
     def topic_heads(self, topic_id: str, limit: int) -> list[tuple[str, datetime]]:
         """Return (paper id, entry date) of a topic's newest `limit` papers, newest first:
@@ -273,19 +270,29 @@ class MembersMixin(DirtyMixin):
         )
         return [(str(pid), parse_ts(entered)) for pid, entered in rows]
 
-    def topic_items_of(
-        self, topic_id: str, paper_ids: Sequence[str]
-    ) -> dict[str, tuple[Paper, datetime, tuple[Hit, ...]]]:
+    def topic_items_of(self, topic_id: str, paper_ids: Sequence[str]) -> dict[str, MemberItem]:
         """Return some of a topic's papers with their entry dates and hits, by paper id."""
+        from feeds.state.records import MemberItem
+
         found = {}
         for chunk, among in chunks(paper_ids):
             rows = self.db.execute(
                 ITEMS_SQL + f" WHERE m.topic_id = ? AND m.paper_id IN {among}", (topic_id, *chunk)
             )
             for row in rows:
-                found[row[0]] = (paper_from(row[:-2]), parse_ts(row[-2]), hits_from(row[-1]))
+                paper, entered, hits = paper_from(row[:-2]), parse_ts(row[-2]), hits_from(row[-1])
+                found[row[0]] = MemberItem(paper, entered, hits)
         return found
 
     def member_counts(self) -> dict[str, int]:
         rows = self.db.execute("SELECT topic_id, n FROM topic_sizes WHERE n > 0")
         return {str(t): int(n) for t, n in rows}
+
+
+def _list_rows(rows: Iterable[Any]) -> list[ListRow]:
+    """Return rows of ROWS_SQL as ListRows, their hits decoded (memberships mostly share
+    them: see hits_from)."""
+    from feeds.state.records import ListRow
+
+    return [ListRow(pid, title, zh, venue, entered, hits_from(hits))
+            for pid, title, zh, venue, entered, hits in rows]  # fmt: skip

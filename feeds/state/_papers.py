@@ -14,7 +14,8 @@ from feeds.state._members import MembersMixin
 from feeds.state._rows import PAPER_COLS, hits_from, paper_from, paper_row, parse_ts, ts
 
 if TYPE_CHECKING:
-    from feeds.model import Hit, Link, Paper, Stored
+    from feeds.model import Hit, Paper
+    from feeds.state.records import PaperPage, SeqRange, Stored
 
 _INSERT_PAPER = (
     "INSERT INTO papers (paper_id, title, title_zh, authors, institutions, summary, comments,"
@@ -70,7 +71,8 @@ class PapersMixin(LinksMixin, MembersMixin):
             self.db.executemany(TOUCH, [("paper", p.paper_id) for p in new])
             self.touch("topic", "all")
             counts["new"] = len(new)
-        from feeds.model import Stored, other_authors
+        from feeds.model import other_authors
+        from feeds.state.records import Stored
 
         collisions: list[tuple[int, Paper, Paper]] = []
         for line, paper in later:
@@ -183,7 +185,7 @@ class PapersMixin(LinksMixin, MembersMixin):
         for row in rows:
             yield paper_from(row[:-1]), parse_ts(row[-1])
 
-    def seq_ranges(self, size: int, *, unmatched_only: bool = False) -> list[tuple[int, int, int]]:
+    def seq_ranges(self, size: int, *, unmatched_only: bool = False) -> list[SeqRange]:
         """Split the papers (all, or those waiting to be matched), in arrival order, into
         ranges of `size`: (first seq, the seq after the last, how many papers) each."""
         which = "WHERE unmatched" if unmatched_only else ""
@@ -198,7 +200,9 @@ class PapersMixin(LinksMixin, MembersMixin):
         last_seq, last_n = rows[-1]
         starts = [(int(seq), int(n)) for seq, n in rows if n % size == 0]
         ends = [(seq, n) for seq, n in starts[1:]] + [(int(last_seq) + 1, int(last_n) + 1)]
-        return [(a, b, m - n) for (a, n), (b, m) in zip(starts, ends, strict=True)]
+        from feeds.state.records import SeqRange
+
+        return [SeqRange(a, b, m - n) for (a, n), (b, m) in zip(starts, ends, strict=True)]
 
     def paper_pages(
         self,
@@ -206,11 +210,13 @@ class PapersMixin(LinksMixin, MembersMixin):
         *,
         seqs: tuple[int, int] | None = None,
         chunk: int = 500,
-    ) -> Iterator[tuple[Paper, datetime, tuple[Link, ...], list[tuple[str, tuple[Hit, ...]]]]]:
+    ) -> Iterator[PaperPage]:
         """Yield what a paper's page shows: the paper, when first seen, its links and its
         topics with hits; for the given papers, or those whose arrival order is in the
         range `seqs` [first, last) (in that order). Read a chunk at a time: three queries
         per chunk instead of four per paper."""
+        from feeds.state.records import PaperPage
+
         cols = PAPER_COLS + ", first_seen"
         if seqs is not None:
             cursor = self.db.execute(
@@ -239,4 +245,4 @@ class PapersMixin(LinksMixin, MembersMixin):
                 topics[pid].append((topic_id, hits_from(matched)))
             for row in rows:
                 pid = row[0]
-                yield paper_from(row[:-1]), parse_ts(row[-1]), links[pid], topics[pid]
+                yield PaperPage(paper_from(row[:-1]), parse_ts(row[-1]), links[pid], topics[pid])
