@@ -1,0 +1,284 @@
+"""One alert message from the papers that entered a destination's topics. Pure: no clock,
+no network.
+
+The message is built once as plain data (groups of rows, every text cleaned and every URL
+checked) and then written three ways: HTML for email, CommonMark for chat services (Apprise
+turns it into each service's dialect), plain text for the rest. The three writers only
+escape and lay out; what a paper shows is decided once, in `_row`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from html import escape
+from urllib.parse import quote
+
+from feeds.model import Hit, Link, Paper
+from feeds.publish.view import Site, best_link, matched_text, paper_path, safe_href, topic_path
+
+FIRST_AUTHORS = 3  # then "et al."
+SUBJECT_TOPICS = 60  # characters of topic titles in a subject before "and N more topics"
+# Links shown beside the title: code and project ones, and the paper itself once (its URL
+# in words: a plain-text view of the HTML, as email clients show it, keeps only words).
+_SHOWN_KINDS = ("paper", "code", "project")
+_SPACE = re.compile(r"\s+")
+# A mention a chat service acts on (Discord pings `@everyone` found anywhere in a message,
+# Matrix `@room`): a zero-width space after `@` keeps the text and drops the ping.
+_MENTION = re.compile(r"@(?=\w)")
+# CommonMark (and Discord, Slack, Telegram): these format text or form links anywhere in a
+# line (parentheses cannot form a link once `[` and `]` are escaped); the rest only at the
+# start of a line.
+_MD_INLINE = re.compile(r"([\\`*_\[\]~|])")
+_MD_LINE_START = re.compile(r"^(\d+)?((?(1)[.)]|[#+=>-]))")  # `1.`, `1)`, `#`, `-`...
+# `<` before what starts a tag or an autolink: Python-Markdown (which Apprise uses to turn
+# Markdown into HTML for Matrix, Pushover...) has no escape for it and would pass `<b>` on
+# as HTML, so a zero-width space after it is what keeps it text everywhere.
+_MD_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+# URLs are http(s) URLs already (safe_href); these would end or break a Markdown link.
+_MD_URL = re.compile(r"[\s()<>\\]")
+
+
+@dataclass(frozen=True)
+class NewPaper:
+    """A paper that entered one of a destination's topics: one row of a message."""
+
+    paper: Paper
+    topic_id: str
+    topic_title: str
+    entered: datetime
+    links: tuple[Link, ...] = ()
+    matched: tuple[Hit, ...] = ()
+
+
+@dataclass(frozen=True)
+class Message:
+    subject: str  # plain text
+    html: str
+    markdown: str  # CommonMark
+    text: str
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A paper as a message shows it: cleaned text, http(s) URLs only."""
+
+    title: str
+    href: str
+    title_zh: str | None
+    byline: str | None  # first authors, venue
+    matched: str | None
+    links: tuple[tuple[str, str, str], ...]  # (label, href, shown text)
+
+
+@dataclass(frozen=True)
+class _Group:
+    title: str
+    href: str  # the topic's page
+    count: int  # papers new in the topic
+    rows: tuple[_Row, ...]  # at most the group's share of max_papers
+
+    @property
+    def more(self) -> int:
+        return self.count - len(self.rows)
+
+
+def compose(papers: Sequence[NewPaper], site: Site, max_papers: int | None = None) -> Message:
+    """Return the message announcing `papers`, grouped by topic.
+
+    Topics with the most new papers come first, papers newest first. `max_papers` caps the
+    papers listed in all (None: no cap), shared out among the topics in turn so that a busy
+    topic cannot crowd out a quiet one; each topic says how many more it has, with a link to
+    its page. A paper new in two topics is listed under each: why it matched differs.
+    """
+    if not papers:
+        raise ValueError("an alert needs at least one paper")
+    if max_papers is not None and max_papers < 0:
+        raise ValueError("max_papers must be at least 0")
+    topics = _by_topic(papers)
+    shares = _shares([len(entries) for entries in topics], max_papers)
+    groups = tuple(
+        _Group(
+            title=_clean(entries[0].topic_title),
+            href=site.url(topic_path(entries[0].topic_id)),
+            count=len(entries),
+            rows=tuple(_row(site, entry) for entry in entries[:share]),
+        )
+        for entries, share in zip(topics, shares, strict=True)
+    )
+    count = len({entry.paper.paper_id for entry in papers})
+    subject = f"{_clean(site.title)}: {count} new {_plural(count, 'paper')} in {_topics(groups)}"
+    return Message(subject, _html(groups, site), _markdown(groups, site), _text(groups, site))
+
+
+def _by_topic(papers: Iterable[NewPaper]) -> list[list[NewPaper]]:
+    """Return the papers per topic: busiest topic first, newest paper first; ties by name."""
+    topics: dict[str, list[NewPaper]] = {}
+    for entry in papers:
+        topics.setdefault(entry.topic_id, []).append(entry)
+    for entries in topics.values():
+        entries.sort(key=lambda e: (e.paper.title.casefold(), e.paper.paper_id))
+        entries.sort(key=lambda e: e.entered, reverse=True)
+    return sorted(
+        topics.values(),
+        key=lambda es: (-len(es), es[0].topic_title.casefold(), es[0].topic_id),
+    )
+
+
+def _shares(sizes: list[int], cap: int | None) -> list[int]:
+    """Return how many papers each topic lists: `cap` dealt out one at a time, in turn."""
+    if cap is None or cap >= sum(sizes):
+        return list(sizes)
+    shares = [0] * len(sizes)
+    left = cap
+    while left:
+        for i, size in enumerate(sizes):
+            if left and shares[i] < size:
+                shares[i] += 1
+                left -= 1
+    return shares
+
+
+def _row(site: Site, entry: NewPaper) -> _Row:
+    """Return what a message shows of a paper: the one place that decides it."""
+    paper = entry.paper
+    authors = [_clean(a) for a in paper.authors[:FIRST_AUTHORS]]
+    byline = ", ".join(authors) + (" et al." if len(paper.authors) > FIRST_AUTHORS else "")
+    if paper.venue:
+        byline = f"{byline} · {_clean(paper.venue)}" if byline else _clean(paper.venue)
+    links: list[tuple[str, str, str]] = []
+    alive = [x for x in entry.links if x.kind in _SHOWN_KINDS and x.status != "dead"]
+    for link in sorted(alive, key=lambda x: _SHOWN_KINDS.index(x.kind)):
+        href = safe_href(link)
+        if not href:
+            continue
+        if any(href == seen or kind == link.kind == "paper" for kind, seen, _ in links):
+            continue  # each URL once, and one paper link
+        links.append((link.kind, href, _shown(href)))
+    page = site.url(paper_path(paper.paper_id))
+    links.append(("page", page, _shown(page)))
+    return _Row(
+        title=_clean(paper.title),
+        href=best_link(site, paper, entry.links),
+        title_zh=_clean(paper.title_zh) if paper.title_zh else None,
+        byline=byline or None,
+        matched=_clean(matched_text(entry.matched)) if entry.matched else None,
+        links=tuple(links),
+    )
+
+
+def _clean(text: str) -> str:
+    """Return text on one line (a newline in a title must not start a heading or a list
+    item) with mentions defused."""
+    return _MENTION.sub("@\u200b", _SPACE.sub(" ", text).strip())
+
+
+def _shown(href: str) -> str:
+    """Return a URL as link text: without its scheme and a trailing slash."""
+    return href.split("://", 1)[-1].rstrip("/")
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
+def _topics(groups: Sequence[_Group]) -> str:
+    """Return the topics for a subject: as many titles as fit, then "and N more topics"."""
+    titles = [groups[0].title]
+    for group in groups[1:]:
+        if len(", ".join([*titles, group.title])) > SUBJECT_TOPICS:
+            break
+        titles.append(group.title)
+    rest = len(groups) - len(titles)
+    if rest:
+        return f"{', '.join(titles)} and {rest} more {_plural(rest, 'topic')}"
+    return ", ".join(titles)
+
+
+def _more(group: _Group) -> str:
+    if group.rows:
+        return f"and {group.more} more"
+    return f"{group.more} new {_plural(group.more, 'paper')}"
+
+
+def _html(groups: Sequence[_Group], site: Site) -> str:
+    def a(href: str, text: str) -> str:
+        return f'<a href="{escape(href)}">{escape(text)}</a>'
+
+    out: list[str] = []
+    for group in groups:
+        out.append(f"<h2>{a(group.href, group.title)} ({group.count} new)</h2>")
+        if group.rows:
+            out.append("<ul>")
+            for row in group.rows:
+                lines = [f"<b>{a(row.href, row.title)}</b>"]
+                if row.title_zh:
+                    lines.append(f'<span lang="zh">{escape(row.title_zh)}</span>')
+                if row.byline:
+                    lines.append(escape(row.byline))
+                if row.matched:
+                    lines.append(f"matched: {escape(row.matched)}")
+                lines.append(
+                    " · ".join(f"{kind}: {a(href, shown)}" for kind, href, shown in row.links)
+                )
+                out.append(f"<li>{'<br>'.join(lines)}</li>")
+            out.append("</ul>")
+        if group.more:
+            out.append(f"<p>{escape(_more(group))}: {a(group.href, _shown(group.href))}</p>")
+    out.append(f"<p>— {a(site.base_url, site.title)}</p>")
+    return "\n".join(out)
+
+
+def _md(text: str) -> str:
+    """Return text that CommonMark shows as written: nothing formats, nothing links."""
+    text = _MD_TAG.sub("<\u200b", _MD_INLINE.sub(r"\\\1", text))
+    return _MD_LINE_START.sub(r"\1\\\2", text)
+
+
+def _md_link(href: str, text: str) -> str:
+    return f"[{_md(text)}]({_MD_URL.sub(lambda m: quote(m.group(), safe=''), href)})"
+
+
+def _markdown(groups: Sequence[_Group], site: Site) -> str:
+    out: list[str] = []
+    for group in groups:
+        out.append(f"## {_md_link(group.href, group.title)} ({group.count} new)\n")
+        for row in group.rows:
+            # Two spaces end a line without ending the list item (a CommonMark hard break).
+            lines = [f"- **{_md_link(row.href, row.title)}**"]
+            if row.title_zh:
+                lines.append(f"  {_md(row.title_zh)}")
+            if row.byline:
+                lines.append(f"  {_md(row.byline)}")
+            if row.matched:
+                lines.append(f"  matched: {_md(row.matched)}")
+            links = " · ".join(
+                f"{kind}: {_md_link(href, shown)}" for kind, href, shown in row.links
+            )
+            lines.append(f"  {links}")
+            out.append("  \n".join(lines))
+        if group.more:
+            out.append(f"\n{_md(_more(group))}: {_md_link(group.href, _shown(group.href))}")
+        out.append("")
+    out.append(f"— {_md_link(site.base_url, site.title)}")
+    return "\n".join(out)
+
+
+def _text(groups: Sequence[_Group], site: Site) -> str:
+    out: list[str] = []
+    for group in groups:
+        out += [f"{group.title} ({group.count} new)", group.href, ""]
+        for row in group.rows:
+            out.append(f"* {row.title}")
+            out += [f"  {line}" for line in (row.title_zh, row.byline) if line]
+            if row.matched:
+                out.append(f"  matched: {row.matched}")
+            out.append(f"  {row.href}")
+            out += [f"  {kind}: {href}" for kind, href, _ in row.links if href != row.href]
+            out.append("")
+        if group.more:
+            out += [f"{_more(group)}: {group.href}", ""]
+    out.append(f"— {site.title} {site.base_url}")
+    return "\n".join(out)
