@@ -30,6 +30,9 @@ class Paper:
     comments: str | None = None
     journal_ref: str | None = None
     venue: str | None = None
+    abstract: str | None = None  # English, from arXiv (a digest has the AI summary only)
+    categories: tuple[str, ...] = ()  # arXiv's, the primary first
+    arxiv_id: str | None = None  # without its version
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,9 @@ def reread(old: Paper, new: Paper, *, only_there: bool) -> Paper:
     return merge(replace(old, **fuller), new)
 
 
+ARXIV = "arXiv"  # the venue of a paper that came from arXiv alone
+
+
 def merge(old: Paper, new: Paper) -> Paper:
     """Return what is known of a paper after a later digest: gaps filled, nothing removed."""
     return Paper(
@@ -161,5 +167,9 @@ def merge(old: Paper, new: Paper) -> Paper:
         summary=old.summary or new.summary,
         comments=_combine(old.comments, new.comments),
         journal_ref=_combine(old.journal_ref, new.journal_ref),
-        venue=old.venue or new.venue,
+        # A digest names the venue a paper is in; arXiv, where it was posted, says less.
+        venue=new.venue if old.venue in (None, ARXIV) and new.venue else old.venue,
+        abstract=old.abstract or new.abstract,
+        categories=old.categories or new.categories,
+        arxiv_id=old.arxiv_id or new.arxiv_id,
     )

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 _INSERT_PAPER = (
     "INSERT INTO papers (paper_id, title, title_zh, authors, institutions, summary, comments,"
-    " journal_ref, venue, first_seen, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " journal_ref, venue, abstract, categories, arxiv_id, first_seen, changed)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -120,7 +121,8 @@ class PapersMixin(LinksMixin, MembersMixin):
             return "same", old
         self.db.execute(
             "UPDATE papers SET title = ?, title_zh = ?, authors = ?, institutions = ?,"
-            " summary = ?, comments = ?, journal_ref = ?, venue = ?, changed = ?, unmatched = 1"
+            " summary = ?, comments = ?, journal_ref = ?, venue = ?, abstract = ?,"
+            " categories = ?, arxiv_id = ?, changed = ?, unmatched = 1"
             " WHERE paper_id = ?",
             (*paper_row(merged)[1:], ts(now), paper.paper_id),
         )

@@ -36,7 +36,7 @@ def opt_ts(dt: datetime | None) -> str | None:
 
 
 PAPER_COLS = "paper_id, title, title_zh, authors, institutions, summary, comments,"
-PAPER_COLS += " journal_ref, venue"
+PAPER_COLS += " journal_ref, venue, abstract, categories, arxiv_id"
 
 
 def paper_row(p: Paper) -> tuple[Any, ...]:
@@ -47,6 +47,7 @@ def paper_row(p: Paper) -> tuple[Any, ...]:
         json_text(list(p.authors)),
         json_text(institutions),
         p.summary, p.comments, p.journal_ref, p.venue,
+        p.abstract, json_text(list(p.categories)), p.arxiv_id,
     )  # fmt: skip
 
 
@@ -66,7 +67,8 @@ def hits_from(matched: str) -> tuple[Hit, ...]:
 def paper_from(row: Sequence[Any]) -> Paper:
     from feeds.model import Institution, Paper  # ~1 us a row: <1% of reading one
 
-    pid, title, title_zh, authors, institutions, summary, comments, journal_ref, venue = row
+    (pid, title, title_zh, authors, institutions, summary, comments, journal_ref, venue,
+     abstract, categories, arxiv_id) = row  # fmt: skip
     return Paper(
         paper_id=pid,
         title=title,
@@ -77,4 +79,7 @@ def paper_from(row: Sequence[Any]) -> Paper:
         comments=comments,
         journal_ref=journal_ref,
         venue=venue,
+        abstract=abstract,
+        categories=tuple(json.loads(categories)) if categories != "[]" else (),
+        arxiv_id=arxiv_id,
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 from feeds.errors import StateError
 from feeds.state._rows import ts
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # The secondary indexes of memberships, by name: part of the schema, and dropped and made
 # again around a first build's inserts (see Store.bulk_members).
@@ -49,11 +49,15 @@ CREATE TABLE papers (
     title TEXT NOT NULL, title_zh TEXT,
     authors TEXT NOT NULL, institutions TEXT NOT NULL,
     summary TEXT, comments TEXT, journal_ref TEXT, venue TEXT,
+    abstract TEXT,                  -- English, from arXiv
+    categories TEXT NOT NULL DEFAULT '[]',   -- arXiv's, JSON
+    arxiv_id TEXT,
     first_seen TEXT NOT NULL, changed TEXT NOT NULL,
     unmatched INTEGER NOT NULL DEFAULT 1  -- new or changed since topics were last matched
 );
 CREATE INDEX papers_order ON papers (first_seen DESC, seq);
 CREATE INDEX papers_unmatched ON papers (unmatched) WHERE unmatched;
+CREATE INDEX papers_arxiv ON papers (arxiv_id) WHERE arxiv_id IS NOT NULL;
 CREATE TABLE sightings (paper_id TEXT NOT NULL, digest TEXT NOT NULL, line INTEGER NOT NULL,
     PRIMARY KEY (paper_id, digest));
 CREATE TABLE links (
@@ -104,6 +108,15 @@ CREATE TABLE dirty (                -- what the next publish must render again
 CREATE TABLE files (                -- inbox files already read: unchanged ones are not re-read
     path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash TEXT NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE harvests (            -- arXiv categories: where harvesting stands (arxiv.Cursor)
+    category TEXT PRIMARY KEY, cursor TEXT NOT NULL
+);
+CREATE TABLE alerts (               -- alert destinations: what they were last sent
+    key TEXT PRIMARY KEY,           -- a hash of the destination as configured (never the URL)
+    shown TEXT NOT NULL,            -- service and host, as output shows it
+    watermark TEXT NOT NULL,        -- papers that entered its topics after this are pending
+    last_sent TEXT, failures INTEGER NOT NULL DEFAULT 0, next_try TEXT, error TEXT
+);
 CREATE TABLE runs (id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT,
     summary TEXT);
 """
@@ -173,9 +186,31 @@ def _to_4(db: sqlite3.Connection, progress: Callable[[str], None]) -> None:
         touch_paper(db, new)
 
 
+def _to_5(db: sqlite3.Connection, progress: Callable[[str], None]) -> None:
+    """Papers from arXiv (an English abstract, categories, the arXiv id), arXiv harvests
+    and alert destinations."""
+    # Each step only if not done: a state told it is older than it is loses nothing.
+    have = {row[1] for row in db.execute("PRAGMA table_info(papers)")}
+    for column in ("abstract TEXT", "categories TEXT NOT NULL DEFAULT '[]'", "arxiv_id TEXT"):
+        if column.split()[0] not in have:
+            db.execute(f"ALTER TABLE papers ADD COLUMN {column}")
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS papers_arxiv ON papers (arxiv_id) WHERE arxiv_id IS NOT NULL"
+    )
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS harvests (category TEXT PRIMARY KEY, cursor TEXT NOT NULL)"
+    )
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS alerts (key TEXT PRIMARY KEY, shown TEXT NOT NULL,"
+        " watermark TEXT NOT NULL, last_sent TEXT, failures INTEGER NOT NULL DEFAULT 0,"
+        " next_try TEXT, error TEXT)"
+    )
+
+
 # The migration to each version from the one before it.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection, Callable[[str], None]], None]] = {
     2: _to_2,
     3: _to_3,
     4: _to_4,
+    5: _to_5,
 }
