@@ -13,9 +13,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from feeds.config import Criteria, Topic
 from feeds.match import Matcher
 from feeds.model import Paper
+from feeds.topics import Criteria, Topic
 
 EXAMPLES = 3
 BROAD = 0.5  # a term topic matching more than this share of all papers is suspicious

@@ -48,11 +48,14 @@ def load(subscriptions: Path, settings: Path | None) -> Config:
     """
 
     def build() -> Config:
+        from feeds.configfile import check_alert_topics
+
         config = Config(
             settings=load_settings(settings, (subscriptions,)),
             topics=load_subscriptions(subscriptions),
             subscriptions_path=subscriptions,
         )
+        check_alert_topics(config.settings, (t.id for t in config.topics))
         for topic in config.topics:  # computed now, so that the cache holds them
             _ = topic.fingerprint, topic.looks
         return config

@@ -5,6 +5,7 @@ Every mistake is reported as ConfigError with file:line and, where obvious, a su
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -15,7 +16,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from feeds.errors import ConfigError
-from feeds.settings import LinkSettings, Settings, places_problem
+from feeds.settings import AlertDestination, LinkSettings, Settings, places_problem
 from feeds.terms import check_term
 from feeds.text import clean_xml
 from feeds.topics import DEFAULT_FIELDS, FIELDS, Criteria, Topic
@@ -252,7 +253,7 @@ _SETTINGS_KEYS: tuple[str, ...] = (
     "settle",
     "stale_after",
 )
-_SETTINGS_KEYS += ("feed", "links")
+_SETTINGS_KEYS += ("feed", "links", "alerts")
 
 
 def read_settings(path: Path | None, config_files: Iterable[Path] = ()) -> Settings:
@@ -293,9 +294,12 @@ def read_settings(path: Path | None, config_files: Iterable[Path] = ()) -> Setti
         else:
             values["schedule_every"] = None
             cron = r.text(sched["cron"], "schedule.cron")
-            problem = cron_problem(cron)
-            if problem:
-                raise r.fail(sched["cron"], f"schedule.cron {cron!r}: {problem}")
+            from feeds.schedule import crontab  # APScheduler: only for a config with a cron
+
+            try:  # read by the scheduler code that will run it: no second judge of cron
+                crontab(cron)
+            except ValueError as e:
+                raise r.fail(sched["cron"], f"schedule.cron {cron!r}: {e}") from e
             values["schedule_cron"] = cron
     if "settle" in m:
         values["settle"] = _duration(r, m["settle"], "settle")
@@ -305,6 +309,8 @@ def read_settings(path: Path | None, config_files: Iterable[Path] = ()) -> Setti
         values["sources"] = tuple(
             _http_url(r, item, "sources") for item in r.items(m["sources"], "sources")
         )
+    if "alerts" in m:
+        values["alerts"] = tuple(_alert(r, node) for node in r.items(m["alerts"], "alerts"))
     if "feed" in m:
         feed = r.mapping(m["feed"], ("max_items",), "feed")
         if "max_items" in feed:
@@ -352,6 +358,36 @@ def _http_url(r: _Reader, node: yaml.Node, what: str) -> str:
     return url
 
 
+def _alert(r: _Reader, node: yaml.Node) -> AlertDestination:
+    """Return an alert destination, checked now: its `${NAME}`s are set and Apprise knows
+    its URL (the messages never quote the URL: it may hold secrets)."""
+    from feeds.alerts.deliver import describe  # Apprise: only for a config with alerts
+    from feeds.alerts.env import expand
+
+    a = r.mapping(node, ("to", "topics", "every", "max_papers"), "an alert")
+    if "to" not in a:
+        raise r.fail(node, "an alert needs `to:`, an Apprise URL (mailto://, ntfy://, json://...)")
+    to = r.text(a["to"], "alerts.to")
+    line = line_of(a["to"])
+    describe(expand(to, os.environ, file=str(r.path), line=line))  # raises, saying why
+    topics = r.texts(a["topics"], "alerts.topics") if "topics" in a else None
+    every = _duration(r, a["every"], "alerts.every", least=60) if "every" in a else None
+    most = _count(r, a["max_papers"], "alerts.max_papers", 1, 10_000) if "max_papers" in a else None
+    return AlertDestination(to, topics, every, most, str(r.path), line)
+
+
+def check_alert_topics(settings: Settings, topics: Iterable[str]) -> None:
+    """Raise ConfigError for an alert that names a topic the subscriptions do not have."""
+    known = set(topics)
+    for alert in settings.alerts:
+        for topic in alert.topics or ():
+            if topic not in known:
+                hint = _close(topic, tuple(known), n=1)
+                also = f" — did you mean {hint[0]!r}?" if hint else ""
+                message = f"alerts: no topic {topic!r} in the subscriptions{also}"
+                raise ConfigError(message, file=alert.file, line=alert.line)
+
+
 def _count(r: _Reader, node: yaml.Node, what: str, least: int, most: int) -> int:
     """Return a whole number from least to most, or raise ConfigError naming the range."""
     n: int = r.value(node, (int,), what)
@@ -370,32 +406,3 @@ def _duration(r: _Reader, node: yaml.Node, what: str, least: float = 0) -> float
     if seconds > MAX_DAYS * _UNITS["d"]:  # also 400 nines, which a float holds as infinity
         raise r.fail(node, f"{what} must be at most {MAX_DAYS}d")
     return seconds
-
-
-_CRON_FIELDS: tuple[tuple[str, int, int], ...] = (
-    ("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12),
-    ("day of week", 0, 7),
-)  # fmt: skip
-_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-_DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
-_CRON_NAMES = {m: n for n, m in enumerate(_MONTHS, 1)} | {d: n for n, d in enumerate(_DAYS)}
-_CRON_ITEM = re.compile(r"^(\*|\w+(?:-\w+)?)(?:/(\d+))?$")
-
-
-def cron_problem(expr: str) -> str | None:
-    """Return what is wrong with a five-field crontab expression, or None if it is fine."""
-    parts = expr.split()
-    if len(parts) != 5:
-        return f"needs 5 fields (minute hour day month weekday), not {len(parts)}"
-    for part, (name, low, high) in zip(parts, _CRON_FIELDS, strict=True):
-        for item in part.split(","):
-            m = _CRON_ITEM.match(item.lower())
-            if not m or m.group(2) == "0":
-                return f"cannot read {item!r} in the {name} field"
-            if m.group(1) == "*":
-                continue
-            for value in m.group(1).split("-"):
-                number = _CRON_NAMES.get(value) if not value.isdigit() else int(value)
-                if number is None or not low <= number <= high:
-                    return f"{value!r} is outside {low}-{high} in the {name} field"
-    return None

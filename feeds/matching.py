@@ -11,10 +11,10 @@ from feeds.say import count
 from feeds.state import Store, encode_hits
 
 if TYPE_CHECKING:
-    from feeds.config import Criteria
     from feeds.match import Matcher
     from feeds.model import Hit
     from feeds.state.records import SeqRange
+    from feeds.topics import Criteria
 
 Progress = Callable[[str], None]
 

@@ -17,7 +17,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from feeds.config import Settings
+from feeds.settings import Settings
 
 log = logging.getLogger("feeds.watch")
 

@@ -26,6 +26,28 @@ class LinkSettings:
 
 
 @dataclass(frozen=True)
+class AlertDestination:
+    """Where a topic alert goes (see feeds.alerts)."""
+
+    # The Apprise URL as written: `${NAME}`s are read from the environment when it is used,
+    # so that no secret is kept anywhere (the validated config is cached on disk).
+    to: str
+    topics: tuple[str, ...] | None = None  # None: every topic
+    every: float | None = None  # seconds: at most one message per period (a digest)
+    max_papers: int | None = None  # per message; the rest as "and N more"
+    file: str = ""  # where it is configured, for messages
+    line: int = 0
+
+    @property
+    def key(self) -> str:
+        """Return what the state knows the destination by: a hash of it as written, so that
+        neither the URL nor a rotated secret is kept, or resets it."""
+        import hashlib
+
+        return hashlib.sha256(self.to.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
 class Settings:
     site_title: str = "paperfeeds"
     base_url: str = "http://localhost:8000/"
@@ -40,6 +62,8 @@ class Settings:
     stale_after: float = 3 * 86400.0  # a source unchanged this long is reported as stale
     max_items: int = 100
     links: LinkSettings = field(default_factory=LinkSettings)
+    alerts: tuple[AlertDestination, ...] = ()
+    alerts_timeout: float = 30.0  # total time for one destination's message
 
 
 _APART = (

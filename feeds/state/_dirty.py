@@ -4,20 +4,8 @@ that dies before publishing leaves them for the next."""
 
 from __future__ import annotations
 
-import sqlite3
-
 from feeds.state._db import StoreBase
-
-TOUCH = "INSERT OR IGNORE INTO dirty VALUES (?, ?)"
-DIRTY_KINDS = ("paper", "topic", "dropped", "archive")
-
-
-def touch_paper(db: sqlite3.Connection, paper_id: str) -> None:
-    """A paper's content changed: its page, the `all` feed and its topics' feeds."""
-    db.execute(TOUCH, ("paper", paper_id))
-    db.execute(TOUCH, ("topic", "all"))
-    for (tid,) in db.execute("SELECT topic_id FROM members WHERE paper_id = ?", (paper_id,)):
-        db.execute(TOUCH, ("topic", str(tid)))
+from feeds.state._touch import DIRTY_KINDS, TOUCH, touch_paper
 
 
 class DirtyMixin(StoreBase):

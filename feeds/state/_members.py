@@ -9,9 +9,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from feeds.state._db import chunks
-from feeds.state._dirty import TOUCH, DirtyMixin
+from feeds.state._dirty import DirtyMixin
 from feeds.state._rows import PAPER_COLS, hits_from, paper_from, parse_ts, ts
 from feeds.state._schema import MEMBER_INDEXES
+from feeds.state._touch import TOUCH
 
 if TYPE_CHECKING:
     from feeds.state.records import ListRow, MemberItem

@@ -8,10 +8,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from feeds.state._db import chunks
-from feeds.state._dirty import TOUCH
 from feeds.state._links import LinksMixin
 from feeds.state._members import MembersMixin
 from feeds.state._rows import PAPER_COLS, hits_from, paper_from, paper_row, parse_ts, ts
+from feeds.state._touch import TOUCH
 
 if TYPE_CHECKING:
     from feeds.model import Hit, Paper

@@ -169,7 +169,7 @@ def _to_4(db: sqlite3.Connection, progress: Callable[[str], None]) -> None:
     """Give the papers whose titles hold a title symbol (`≥`, `≠`, `+`, `#`...) the ids
     their titles have now that the symbols tell titles apart (see text.title_key); the ids
     of all other papers are unchanged. Their pages and feeds are rendered again."""
-    from feeds.state._dirty import touch_paper
+    from feeds.state._touch import touch_paper
     from feeds.text import has_title_symbol, paper_id
 
     progress("upgrading the state: papers whose titles hold symbols such as ≥ or +")
