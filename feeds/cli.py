@@ -9,18 +9,20 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import click
 
 from feeds import __version__
 from feeds.config import Config, load
-from feeds.errors import ConfigError, FeedsError, StateError
+from feeds.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ConfigError, FeedsError, StateError
 from feeds.say import count, shorten
 from feeds.settings import check_places
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
+if TYPE_CHECKING:
+    from feeds.pipeline import RunSummary
+
 DEFAULT_SUBSCRIPTIONS = Path("config/subscriptions.yaml")
 DEFAULT_SETTINGS = Path("config/settings.yaml")
 
@@ -86,6 +88,13 @@ def _config(
         values["state"] = state
     s = replace(config.settings, **values)
     check_places(s, (subscriptions, settings))
+    if s.alerts:  # the config may come from the cache: the environment is read anew
+        import os
+
+        from feeds.alerts.env import expand
+
+        for alert in s.alerts:
+            expand(alert.to, os.environ, file=alert.file, line=alert.line)
     return replace(config, settings=s)
 
 
@@ -154,7 +163,7 @@ def _progress(message: str) -> None:
     click.echo(f"\r\033[K{message[:100]}", nl=False, err=True)
 
 
-def _print_summary(summary: Any, config: Config, quiet: bool, offline: bool) -> None:
+def _print_summary(summary: RunSummary, config: Config, quiet: bool, offline: bool) -> None:
     for r in summary.rejected:
         click.echo(f"rejected: {r}", err=True)
     for p in summary.problems:
@@ -165,6 +174,10 @@ def _print_summary(summary: Any, config: Config, quiet: bool, offline: bool) -> 
         click.echo(f"stale source: {source}", err=True)
     for name in summary.deferred:
         click.echo(f"not yet: {name} is still being written; next cycle", err=True)
+    for shown, why in summary.alerts_failed.items():
+        waiting = summary.alerts_pending.get(shown, 0)
+        click.echo(f"alert failed: {shown}: {why} ({count(waiting, 'paper')} kept for the"
+                   " next try)", err=True)  # fmt: skip
     if quiet:
         return
     s = summary
@@ -186,6 +199,11 @@ def _print_summary(summary: Any, config: Config, quiet: bool, offline: bool) -> 
         f"published: {count(f.written, 'file')} written, {f.unchanged} unchanged,"
         f" {f.removed} removed in {config.settings.public_dir}/"
     )
+    if s.alerts_sent:
+        sent = ", ".join(f"{count(n, 'paper')} to {shown}" for shown, n in s.alerts_sent.items())
+        click.echo(f"alerts: {sent}")
+    elif config.settings.alerts and offline:
+        click.echo("alerts: none sent (offline: new papers stay pending)")
 
 
 @cli.command()
@@ -422,6 +440,45 @@ def init(folder: Path) -> None:
         inbox.mkdir(parents=True)
         click.echo(f"made {inbox}/: the inbox, where digest files go")
     click.echo("next: edit the topics, put digests in the inbox, then `feeds run`")
+
+
+@cli.command()
+@_options("subscriptions", "settings", "state", "json")
+@click.option("--test", "test", is_flag=True, help="Send a short test message to each one.")
+def alerts(
+    subscriptions: Path, settings: Path | None, state: Path | None, as_json: bool, test: bool
+) -> None:
+    """List the alert destinations (service and host), or send each a test message."""
+    try:
+        config = _config(subscriptions, settings, state=state)
+    except FeedsError as e:
+        _fail(e)
+        return
+    if not config.settings.alerts:
+        click.echo("no alert destinations: add `alerts:` to the settings (see the README)")
+        return
+    if not test:
+        from feeds.status import gather
+
+        click.echo(json.dumps(gather(config)["alerts"], ensure_ascii=False, indent=2) if as_json
+                   else "\n".join(_alert_lines(gather(config)["alerts"])))  # fmt: skip
+        return
+    from feeds.alerts.send import send_tests
+
+    results = send_tests(config)
+    if as_json:
+        doc = [{"destination": s, "ok": d.ok, "error": d.error} for s, d in results]
+        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+    else:
+        for shown, delivery in results:
+            click.echo(f"{shown}: " + ("sent" if delivery.ok else f"failed: {delivery.error}"))
+    sys.exit(EXIT_OK if all(d.ok for _s, d in results) else EXIT_FAILURE)
+
+
+def _alert_lines(destinations: list[dict[str, Any]]) -> list[str]:
+    from feeds.status import alert_line
+
+    return [alert_line(d) for d in destinations]
 
 
 def main() -> None:

@@ -6,6 +6,13 @@ Third-party errors are wrapped once, at the boundary, with the cause chained.
 
 from __future__ import annotations
 
+# Exit statuses of the commands (README "Commands").
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2  # a usage or config error: nothing was done
+EXIT_REJECTED = 3  # published, but some inputs were rejected
+EXIT_UNDELIVERED = 4  # published, but some alert destinations failed (their papers wait)
+
 
 class FeedsError(Exception):
     """Base of every error paperfeeds raises on purpose."""

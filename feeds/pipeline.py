@@ -6,12 +6,12 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from feeds.config import Config
-from feeds.errors import DigestRejected, StateError
+from feeds.errors import EXIT_OK, EXIT_REJECTED, EXIT_UNDELIVERED, DigestRejected, StateError
 from feeds.ingest import Input, inbox_files, read_input, shown
 from feeds.lock import exclusive
 from feeds.publish.build import publish
@@ -19,6 +19,7 @@ from feeds.publish.write import WriteStats
 from feeds.state import Store
 
 if TYPE_CHECKING:
+    from feeds.alerts.send import Outcome
     from feeds.model import Diagnostic, Paper, ParsedDigest
 
 Progress = Callable[[str], None]
@@ -62,10 +63,15 @@ class RunSummary:
     missing: tuple[str, ...] = ()  # inbox folders that do not exist (skipped)
     files: WriteStats = field(default_factory=lambda: WriteStats(0, 0, 0))
     seconds: float = 0.0  # how long the cycle took
+    alerts_sent: dict[str, int] = field(default_factory=dict)  # destination: papers sent
+    alerts_failed: dict[str, str] = field(default_factory=dict)  # destination: why
+    alerts_pending: dict[str, int] = field(default_factory=dict)  # destination: papers waiting
 
     @property
     def exit_code(self) -> int:
-        return 3 if self.rejected or self.problems else 0
+        if self.rejected or self.problems:
+            return EXIT_REJECTED
+        return EXIT_UNDELIVERED if self.alerts_failed else EXIT_OK
 
     def as_json(self) -> dict[str, Any]:
         # Field by field: asdict's deep copy of a thousand topics' counts shows on a no-op.
@@ -168,6 +174,12 @@ def _cycle(
     s = config.settings
     began = time.monotonic()
     now = clock()  # the cycle's time: when its papers arrived and its links were checked
+    last = store.last_run()
+    if last is not None and now <= last.started:
+        # Each cycle's time is later than the one before (two runs within one second, or a
+        # clock set back): what entered after a time is what a later cycle added, which
+        # alerts count on ("sent everything that entered up to T").
+        now = last.started + timedelta(seconds=1)
     run_id = store.start_run(now)
     problems: list[Diagnostic] = []
     counts = {"digests": 0, "known": 0, "new": 0, "changed": 0, "links": 0}
@@ -199,6 +211,12 @@ def _cycle(
             again = publish(config, store, progress=progress)
             files = WriteStats(files.written + again.written, again.unchanged,
                                files.removed + again.removed)  # fmt: skip
+    alerts: tuple[Outcome, ...] = ()
+    if s.alerts and not offline:  # offline: nothing is sent, everything stays pending
+        from feeds.alerts.send import send_alerts  # Apprise, only when alerts are set
+
+        progress("alerts")
+        alerts = send_alerts(config, store, now)
     summary = RunSummary(
         digests=counts["digests"],
         known=counts["known"] + got.unchanged,
@@ -220,6 +238,9 @@ def _cycle(
         problems=tuple(problems),
         files=files,
         seconds=round(time.monotonic() - began, 3),
+        alerts_sent={a.shown: a.papers for a in alerts if a.ok and a.papers},
+        alerts_failed={a.shown: a.error for a in alerts if a.error},
+        alerts_pending={a.shown: a.pending for a in alerts if a.pending},
     )
     with store.transaction():
         store.finish_run(run_id, clock(), summary.as_json())

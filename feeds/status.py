@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -12,6 +13,7 @@ from feeds.errors import StateError
 from feeds.links.policy import LOOKUPS_KEY, NETWORK_KEY, Outage, say_outage
 from feeds.model import SourceState
 from feeds.say import count
+from feeds.settings import AlertDestination
 from feeds.sources import stale_reason
 from feeds.state import Store
 
@@ -43,6 +45,7 @@ def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:
             "lookup_apis": _outage(store.meta(LOOKUPS_KEY)),
             **extra,
             "sources": [_source(src, config) for src in store.sources()],
+            "alerts": _alerts(config, store),
             "last_run": None if last is None else {
                 "started": last.started.isoformat(),
                 "finished": last.finished.isoformat() if last.finished else None,
@@ -51,6 +54,51 @@ def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:
         }  # fmt: skip
     finally:
         store.close()
+
+
+def _alerts(config: Config, store: Store) -> list[dict[str, Any]]:
+    """Return each alert destination as status shows it: service and host (never the URL),
+    last sent, papers pending, the last error."""
+    records = {r.key: r for r in store.alert_records()}
+    now = datetime.now(UTC)
+    topics = [t.id for t in config.topics]
+    out = []
+    for dest in config.settings.alerts:
+        record = records.get(dest.key)
+        if record is None:  # not used by a run yet: it starts when it is
+            out.append({"destination": _shown(dest), "last_sent": None, "pending": 0,
+                        "error": None, "next_try": None})  # fmt: skip
+            continue
+        chosen = [t for t in (dest.topics if dest.topics is not None else topics) if t in topics]
+        _per_topic, pending = store.alert_counts(chosen, record.watermark, now)
+        out.append({
+            "destination": record.shown,
+            "last_sent": record.last_sent.isoformat() if record.last_sent else None,
+            "pending": pending,
+            "error": record.error if record.failures else None,
+            "next_try": record.next_try.isoformat() if record.failures and record.next_try
+            else None,
+        })  # fmt: skip
+    return out
+
+
+def _shown(dest: AlertDestination) -> str:
+    from feeds.alerts.deliver import describe
+    from feeds.alerts.env import AlertsConfigError, expand
+
+    try:
+        return describe(expand(dest.to, os.environ))
+    except AlertsConfigError as e:
+        return f"the alert at {dest.file}:{dest.line} ({e.message})"
+
+
+def alert_line(d: dict[str, Any]) -> str:
+    """Return a destination of the report as a line: where, last sent, pending, trouble."""
+    sent = f"last sent {d['last_sent']}" if d["last_sent"] else "nothing sent yet"
+    line = f"alerts to {d['destination']}: {sent}, {count(d['pending'], 'paper')} pending"
+    if d["error"]:
+        line += f"; failing: {d['error']} (next try {d['next_try']})"
+    return line
 
 
 def _outage(text: str | None) -> dict[str, Any] | None:
@@ -135,4 +183,5 @@ def render_text(report: dict[str, Any]) -> str:
             f"last run: {last['started']}, {took}; {s.get('digests', 0)} new digests, "
             f"{s.get('papers_new', 0)} new papers, exit {s.get('exit_code', '?')}"
         )
+    lines.extend(alert_line(d) for d in report.get("alerts", []))
     return "\n".join(lines)

@@ -10,7 +10,7 @@ escape and lay out; what a paper shows is decided once, in `_row`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
@@ -85,35 +85,47 @@ class _Group:
         return self.count - len(self.rows)
 
 
-def compose(papers: Sequence[NewPaper], site: Site, max_papers: int | None = None) -> Message:
+def compose(
+    papers: Sequence[NewPaper],
+    site: Site,
+    max_papers: int | None = None,
+    *,
+    totals: Mapping[str, int] | None = None,
+    distinct: int | None = None,
+) -> Message:
     """Return the message announcing `papers`, grouped by topic.
 
     Topics with the most new papers come first, papers newest first. `max_papers` caps the
     papers listed in all (None: no cap), shared out among the topics in turn so that a busy
     topic cannot crowd out a quiet one; each topic says how many more it has, with a link to
     its page. A paper new in two topics is listed under each: why it matched differs.
+
+    `totals` (papers new per topic) and `distinct` (papers new in all) count what `papers`
+    holds only the newest of: a topic edited to take in a thousand old papers is read no
+    further than the message lists.
     """
     if not papers:
         raise ValueError("an alert needs at least one paper")
     if max_papers is not None and max_papers < 0:
         raise ValueError("max_papers must be at least 0")
-    topics = _by_topic(papers)
-    shares = _shares([len(entries) for entries in topics], max_papers)
+    topics = _by_topic(papers, totals or {})
+    sizes = [max(len(es), (totals or {}).get(es[0].topic_id, 0)) for es in topics]
+    shares = _shares(sizes, max_papers)
     groups = tuple(
         _Group(
             title=_clean(entries[0].topic_title),
             href=site.url(topic_path(entries[0].topic_id)),
-            count=len(entries),
+            count=size,
             rows=tuple(_row(site, entry) for entry in entries[:share]),
         )
-        for entries, share in zip(topics, shares, strict=True)
+        for entries, size, share in zip(topics, sizes, shares, strict=True)
     )
-    count = len({entry.paper.paper_id for entry in papers})
+    count = max(distinct or 0, len({entry.paper.paper_id for entry in papers}))
     subject = f"{_clean(site.title)}: {count} new {_plural(count, 'paper')} in {_topics(groups)}"
     return Message(subject, _html(groups, site), _markdown(groups, site), _text(groups, site))
 
 
-def _by_topic(papers: Iterable[NewPaper]) -> list[list[NewPaper]]:
+def _by_topic(papers: Iterable[NewPaper], totals: Mapping[str, int]) -> list[list[NewPaper]]:
     """Return the papers per topic: busiest topic first, newest paper first; ties by name."""
     topics: dict[str, list[NewPaper]] = {}
     for entry in papers:
@@ -123,7 +135,11 @@ def _by_topic(papers: Iterable[NewPaper]) -> list[list[NewPaper]]:
         entries.sort(key=lambda e: e.entered, reverse=True)
     return sorted(
         topics.values(),
-        key=lambda es: (-len(es), es[0].topic_title.casefold(), es[0].topic_id),
+        key=lambda es: (
+            -max(len(es), totals.get(es[0].topic_id, 0)),
+            es[0].topic_title.casefold(),
+            es[0].topic_id,
+        ),
     )
 
 

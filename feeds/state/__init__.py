@@ -5,12 +5,15 @@ storage is split the way lemon24/reader splits its own: the schema and its migra
 (_schema), the connection and transactions (_db), how rows encode values (_rows), the
 records queries return (records), and one
 module per group of tables, each a mixin of Store: papers, links, memberships, inputs
-(digests, files, sources, runs) and what is dirty (to publish again).
+(digests, files, sources, runs), what is dirty (to publish again), alert destinations
+and arXiv harvests.
 """
 
 from __future__ import annotations
 
+from feeds.state._alerts import AlertsMixin
 from feeds.state._db import Batch
+from feeds.state._harvests import HarvestsMixin
 from feeds.state._inputs import InputsMixin
 from feeds.state._papers import PapersMixin
 from feeds.state._rows import encode_hits, parse_ts
@@ -21,5 +24,5 @@ from feeds.state._schema import MEMBER_INDEXES, SCHEMA_VERSION
 __all__ = ["MEMBER_INDEXES", "SCHEMA_VERSION", "Batch", "Store", "encode_hits", "parse_ts"]
 
 
-class Store(PapersMixin, InputsMixin):
+class Store(PapersMixin, InputsMixin, AlertsMixin, HarvestsMixin):
     """A connection to the state database; one writer at a time (see feeds.lock)."""

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from feeds.model import Hit, Link, Paper
+# Only named in annotations: a run with nothing to do reads its last run without them.
+if TYPE_CHECKING:
+    from feeds.model import Hit, Link, Paper
 
 
 class ListRow(NamedTuple):
@@ -99,3 +101,25 @@ class Stored:
     # Papers read again that no other digest holds: their links from digests are those of
     # the new reading alone (see Store.add_links).
     reread_alone: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class AlertRecord:
+    """What the state keeps of an alert destination (see feeds.alerts)."""
+
+    key: str  # a hash of the destination as configured
+    shown: str  # service and host
+    watermark: datetime  # papers that entered its topics after this are pending
+    last_sent: datetime | None = None
+    failures: int = 0
+    next_try: datetime | None = None
+    error: str | None = None
+
+
+class AlertEntry(NamedTuple):
+    """A membership an alert announces: a paper that entered a topic."""
+
+    topic_id: str
+    paper_id: str
+    entered: datetime
+    hits: tuple[Hit, ...]

@@ -1,0 +1,91 @@
+"""Alert destinations: when each last got a message, and which memberships are pending for
+it (those that entered its topics after its watermark; nothing else is stored)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from feeds.state._db import StoreBase
+from feeds.state._rows import hits_from, opt_dt, opt_ts, parse_ts, ts
+
+if TYPE_CHECKING:
+    from feeds.state.records import AlertEntry, AlertRecord
+
+_COLUMNS = "key, shown, watermark, last_sent, failures, next_try, error"
+
+
+def _topics_clause(topic_ids: Sequence[str] | None) -> tuple[str, tuple[str, ...]]:
+    if topic_ids is None:
+        return "", ()
+    return f" AND topic_id IN ({','.join('?' * len(topic_ids))})", tuple(topic_ids)
+
+
+class AlertsMixin(StoreBase):
+    def alert_records(self) -> list[AlertRecord]:
+        rows = self.db.execute(f"SELECT {_COLUMNS} FROM alerts ORDER BY shown, key")
+        return [_record(row) for row in rows]
+
+    def alert_record(self, key: str, shown: str, now: datetime) -> AlertRecord:
+        """Return a destination's record; a destination seen for the first time starts now:
+        what entered its topics before is not sent (no flood of history)."""
+        self.db.execute(
+            "INSERT OR IGNORE INTO alerts (key, shown, watermark) VALUES (?, ?, ?)",
+            (key, shown, ts(now)),
+        )
+        row = self.db.execute(f"SELECT {_COLUMNS} FROM alerts WHERE key = ?", (key,)).fetchone()
+        return _record(row)
+
+    def put_alert(self, r: AlertRecord) -> None:
+        self.db.execute(
+            f"INSERT OR REPLACE INTO alerts ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (r.key, r.shown, ts(r.watermark), opt_ts(r.last_sent), r.failures,
+             opt_ts(r.next_try), r.error),
+        )  # fmt: skip
+
+    def alert_counts(
+        self, topic_ids: Sequence[str] | None, after: datetime, until: datetime
+    ) -> tuple[dict[str, int], int]:
+        """Return the memberships pending for a destination: per topic, and the papers in
+        all (a paper new in two topics counts once)."""
+        where, args = _topics_clause(topic_ids)
+        span = (ts(after), ts(until), *args)
+        rows = self.db.execute(
+            "SELECT topic_id, count(*) FROM members WHERE entered > ? AND entered <= ?"
+            f"{where} GROUP BY topic_id",
+            span,
+        )
+        per_topic = {str(t): int(n) for t, n in rows}
+        (papers,) = self.db.execute(
+            "SELECT count(DISTINCT paper_id) FROM members"
+            f" WHERE entered > ? AND entered <= ?{where}",
+            span,
+        ).fetchone()
+        return per_topic, int(papers)
+
+    def alert_entries(
+        self, topic_ids: Sequence[str], after: datetime, until: datetime, per_topic: int
+    ) -> list[AlertEntry]:
+        """Return the newest `per_topic` memberships pending in each of these topics."""
+        from feeds.state.records import AlertEntry
+
+        out: list[AlertEntry] = []
+        for topic_id in topic_ids:
+            rows = self.db.execute(
+                "SELECT paper_id, entered, matched FROM members WHERE topic_id = ?"
+                " AND entered > ? AND entered <= ? ORDER BY entered DESC, seq LIMIT ?",
+                (topic_id, ts(after), ts(until), per_topic),
+            )
+            out += [AlertEntry(topic_id, str(p), parse_ts(e), hits_from(m)) for p, e, m in rows]
+        return out
+
+
+def _record(row: Sequence[Any]) -> AlertRecord:
+    from feeds.state.records import AlertRecord
+
+    key, shown, watermark, last_sent, failures, next_try, error = row
+    return AlertRecord(
+        str(key), str(shown), parse_ts(watermark), opt_dt(last_sent), int(failures),
+        opt_dt(next_try), error,
+    )  # fmt: skip

@@ -1,0 +1,316 @@
+"""Alerts in whole cycles, with real parts: a real SMTP server and a real JSON webhook on
+127.0.0.1 receive what `run` sends after it publishes. No flood, no loss, no repeats; a
+destination that is down keeps its papers; secrets stay out of every output."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
+from pathlib import Path
+from subprocess import CompletedProcess
+
+import pytest
+
+from feeds.config import Config, load
+from feeds.errors import ConfigError
+from feeds.pipeline import RunSummary, run
+from tests.conftest import ROOT, Workspace, offline
+from tests.linkserver import LinkServer, _Handler, send
+from tests.mailserver import MailServer
+
+T0 = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)  # a Monday
+TOKEN = "hook-token-Zq81x"
+Cli = Callable[..., CompletedProcess[str]]
+SEEDS = sorted((ROOT / "seeds").glob("*.txt"))
+
+
+@pytest.fixture
+def mail() -> Iterator[MailServer]:
+    server = MailServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def web() -> Iterator[LinkServer]:
+    server = LinkServer("127.0.0.1")
+    yield server
+    server.close()
+
+
+class Hook:
+    """A JSON webhook that records what it receives and can be made to fail."""
+
+    def __init__(self, web: LinkServer) -> None:
+        self.bodies: list[dict[str, object]] = []
+        self.tokens: list[str] = []
+        self.status = 200
+        web.route("/hook", self._handle)
+        self.url = f"json://127.0.0.1:{web.port}/hook?+X-Token=${{HOOK_TOKEN}}"
+
+    def _handle(self, req: _Handler) -> None:
+        body = json.loads(req.rfile.read(int(req.headers["Content-Length"])))
+        if self.status == 200:
+            self.bodies.append(body)
+            self.tokens.append(req.headers.get("X-Token", ""))
+        send(req, self.status, body=b"{}")
+
+
+@pytest.fixture
+def hook(web: LinkServer, monkeypatch: pytest.MonkeyPatch) -> Hook:
+    monkeypatch.setenv("HOOK_TOKEN", TOKEN)
+    return Hook(web)
+
+
+def _setup(ws: Workspace, alerts: str, *, first_seed_only: bool = True) -> Path:
+    """Write settings with these alerts (and no link checks: tests never need the
+    internet); leave only the first seed in the inbox."""
+    if first_seed_only:
+        for extra in SEEDS[1:]:
+            (ws.inbox / extra.name).unlink()
+    settings = ws.root / "config" / "settings.yaml"
+    settings.write_text(f"links:\n  check: false\nalerts:\n{alerts}", encoding="utf-8")
+    return settings
+
+
+def _config(ws: Workspace, settings: Path) -> Config:
+    return ws.config(settings=settings)
+
+
+def _run(config: Config, when: datetime, *, offline_run: bool = False) -> RunSummary:
+    return run(config, now=lambda: when, offline=offline_run)
+
+
+def _mail_url(mail: MailServer) -> str:
+    return f"mailto://127.0.0.1:{mail.port}?from=papers@example.org&to=me@example.org&mode=insecure"
+
+
+def _html(message: EmailMessage) -> str:
+    part = message.get_body(preferencelist=("html",))
+    assert part is not None
+    return str(part.get_content())
+
+
+def test_new_destinations_start_now_and_then_get_one_message_per_cycle(
+    workspace: Workspace, mail: MailServer, hook: Hook
+) -> None:
+    settings = _setup(
+        workspace,
+        f'  - to: "{_mail_url(mail)}"\n'
+        f'  - to: "{hook.url}"\n    topics: [speculative-decoding, diffusion-language-models]\n',
+    )
+    config = _config(workspace, settings)
+    first = _run(config, T0)
+    assert first.papers_new == 30
+    assert first.alerts_sent == {}  # a new destination: no flood of what was there
+    assert mail.messages == []
+    assert hook.bodies == []
+
+    shutil.copy(SEEDS[1], workspace.inbox / SEEDS[1].name)  # a new digest
+    second = _run(config, T0 + timedelta(hours=1))
+    assert second.exit_code == 0
+    assert set(second.alerts_sent) == {
+        f"email via 127.0.0.1:{mail.port}",
+        f"webhook (json) at 127.0.0.1:{hook_port(hook)}",
+    }
+    [email] = mail.messages
+    html = _html(email)
+    assert "new papers in" in str(email["Subject"])
+    assert "SpecPrune-VLA: Accelerating Vision-Language-Action Models" in html
+    assert "通过动作感知的自推测剪枝加速视觉-语言-动作模型" in html  # Chinese intact
+    assert "matched" in html.lower() or " in title" in html
+    assert "http://localhost:8000/papers/" in html  # linked to the paper's page
+    [body] = hook.bodies
+    assert hook.tokens == [TOKEN]  # the secret reached the server, and only the server
+    text = str(body["message"])
+    assert "Speculative decoding" in text
+    assert "SpecPrune-VLA" in text
+    assert "Hallucination" not in str(body["title"])  # only its topics
+
+    third = _run(config, T0 + timedelta(hours=2))  # nothing new: nothing sent again
+    assert third.alerts_sent == {}
+    assert len(mail.messages) == 1
+    assert len(hook.bodies) == 1
+
+
+def hook_port(hook: Hook) -> int:
+    return int(hook.url.split(":")[2].split("/")[0])
+
+
+def test_a_destination_that_is_down_keeps_its_papers_and_gets_them_once(
+    workspace: Workspace, hook: Hook
+) -> None:
+    settings = _setup(workspace, f'  - to: "{hook.url}"\n')
+    config = _config(workspace, settings)
+    _run(config, T0)
+    shutil.copy(SEEDS[1], workspace.inbox / SEEDS[1].name)
+    hook.status = 503
+    down = _run(config, T0 + timedelta(hours=1))
+    assert (workspace.public / "feeds" / "all.atom.xml").is_file()  # published all the same
+    assert down.papers_new == 30
+    [(shown, why)] = down.alerts_failed.items()
+    assert TOKEN not in why
+    assert down.exit_code == 4
+    assert hook.bodies == []
+    hook.status = 200
+    waiting = _run(config, T0 + timedelta(minutes=70))  # backing off: not yet tried again
+    assert hook.bodies == []
+    assert waiting.alerts_pending == {shown: 30}
+    back = _run(config, T0 + timedelta(hours=3))
+    assert back.alerts_sent == {shown: 30}
+    assert back.exit_code == 0
+    assert len(hook.bodies) == 1
+    _run(config, T0 + timedelta(hours=4))
+    assert len(hook.bodies) == 1  # once
+
+
+def test_every_day_makes_one_digest_holding_everything_new(
+    workspace: Workspace, hook: Hook
+) -> None:
+    settings = _setup(workspace, f'  - to: "{hook.url}"\n    every: 1d\n')
+    config = _config(workspace, settings)
+    _run(config, T0)
+    _run(config, T0 + timedelta(minutes=1))  # starts the clock of the digest
+    shutil.copy(SEEDS[1], workspace.inbox / SEEDS[1].name)
+    first = _run(config, T0 + timedelta(hours=1))
+    assert len(hook.bodies) == 1  # nothing was sent before: the first goes at once
+    assert sum(first.alerts_sent.values()) == 30
+    more = workspace.inbox / "later.txt"
+    more.write_text(
+        "ICML\n\nA Later Paper on Speculative Decoding\n\n推测解码的后续论文\n\n"
+        "Ann Bell, Bo Chen\n\nAI总结 又一篇推测解码论文。\n",
+        encoding="utf-8",
+    )
+    held = _run(config, T0 + timedelta(hours=5))  # the same day: held for the digest
+    assert len(hook.bodies) == 1
+    assert list(held.alerts_pending.values()) == [1]
+    next_day = _run(config, T0 + timedelta(days=1))
+    assert len(hook.bodies) == 2
+    assert "A Later Paper on Speculative Decoding" in str(hook.bodies[1]["message"])
+    assert sum(next_day.alerts_sent.values()) == 1
+
+
+def test_an_edited_topic_that_gains_old_papers_is_one_short_message(
+    workspace: Workspace, hook: Hook
+) -> None:
+    settings = _setup(
+        workspace, f'  - to: "{hook.url}"\n    topics: [icml-2026]\n    max_papers: 5\n',
+        first_seed_only=False,
+    )  # fmt: skip
+    subscriptions = workspace.subscriptions
+    original = subscriptions.read_text(encoding="utf-8")
+    subscriptions.write_text(original.replace("venues: [ICML]", "venues: [NeurIPS]"))
+    config = _config(workspace, settings)
+    _run(config, T0)
+    subscriptions.write_text(original)  # now every ICML paper enters the topic
+    edited = _run(_config(workspace, settings), T0 + timedelta(hours=1))
+    assert edited.alerts_sent == {f"webhook (json) at 127.0.0.1:{hook_port(hook)}": 60}
+    [body] = hook.bodies
+    text = str(body["message"])
+    assert "and 55 more" in text
+    assert "http://localhost:8000/topics/icml-2026.html" in text
+    assert "60 new papers" in str(body["title"])
+
+
+def test_offline_sends_nothing_and_keeps_everything_pending(
+    workspace: Workspace, hook: Hook
+) -> None:
+    settings = _setup(workspace, f'  - to: "{hook.url}"\n')
+    config = _config(workspace, settings)
+    _run(config, T0)
+    shutil.copy(SEEDS[1], workspace.inbox / SEEDS[1].name)
+    _run(config, T0 + timedelta(hours=1), offline_run=True)
+    assert hook.bodies == []
+    online = _run(config, T0 + timedelta(hours=2))
+    assert sum(online.alerts_sent.values()) == 30
+    assert len(hook.bodies) == 1
+
+
+def test_secrets_stay_out_of_output_status_and_public(
+    workspace: Workspace, web: LinkServer, feeds_cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "s3cret-Pa55-77"
+    monkeypatch.setenv("HOOK_TOKEN", secret)
+    hook = Hook(web)
+    hook.status = 500
+    settings = _setup(
+        workspace,
+        f'  - to: "json://user:{secret[:4]}${{HOOK_TOKEN}}@127.0.0.1:{hook_port(hook)}/hook?+Authorization=Bearer%20${{HOOK_TOKEN}}"\n',
+    )
+    args = [*workspace.cli_args(), "--settings", str(settings)]
+    args.remove("--offline")
+    env_run = feeds_cli(workspace.root, "run", "--quiet", *args)
+    shutil.copy(SEEDS[1], workspace.inbox / SEEDS[1].name)
+    failing = feeds_cli(workspace.root, "run", "--quiet", *args)
+    assert failing.returncode == 4, failing.stderr
+    assert "alert failed: webhook (json) at 127.0.0.1" in failing.stderr  # even with --quiet
+    status = feeds_cli(workspace.root, "status", "--state", str(workspace.state),
+                       "--settings", str(settings))  # fmt: skip
+    status_json = feeds_cli(workspace.root, "status", "--json", "--state", str(workspace.state),
+                            "--settings", str(settings))  # fmt: skip
+    listing = feeds_cli(workspace.root, "alerts", "--settings", str(settings),
+                        "--state", str(workspace.state))  # fmt: skip
+    assert "30 papers pending" in status.stdout, status.stdout
+    for out in (env_run, failing, status, status_json, listing):
+        assert secret not in out.stdout + out.stderr
+    for path in workspace.public.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+    assert secret.encode() not in workspace.state.read_bytes()
+
+
+def test_a_missing_variable_is_a_config_error_with_its_line(
+    workspace: Workspace, feeds_cli: Cli
+) -> None:
+    settings = _setup(workspace, '  - to: "ntfy://ntfy.example.org/${NO_SUCH_TOPIC_VAR}"\n')
+    env = {k: v for k, v in os.environ.items() if k != "NO_SUCH_TOPIC_VAR"}
+    assert "NO_SUCH_TOPIC_VAR" not in env
+    r = feeds_cli(workspace.root, "check", "--subscriptions", str(workspace.subscriptions),
+                  "--settings", str(settings))  # fmt: skip
+    assert r.returncode == 2
+    assert f"{settings}:4: alerts: environment variable NO_SUCH_TOPIC_VAR is not set" in r.stderr
+
+
+def test_alerts_test_sends_each_destination_a_test_message(
+    workspace: Workspace, mail: MailServer, hook: Hook, feeds_cli: Cli
+) -> None:
+    settings = _setup(workspace, f'  - to: "{_mail_url(mail)}"\n  - to: "{hook.url}"\n')
+    r = feeds_cli(workspace.root, "alerts", "--test", "--settings", str(settings),
+                  "--subscriptions", str(workspace.subscriptions))  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"email via 127.0.0.1:{mail.port}: sent" in r.stdout
+    assert "webhook (json) at 127.0.0.1" in r.stdout
+    assert len(mail.messages) == 1
+    assert "test message" in str(mail.messages[0]["Subject"])
+    assert len(hook.bodies) == 1
+
+
+def test_an_alert_naming_an_unknown_topic_is_a_config_error(workspace: Workspace) -> None:
+    settings = _setup(
+        workspace, '  - to: "ntfy://ntfy.example.org/papers"\n    topics: [halucination]\n'
+    )
+    with pytest.raises(ConfigError, match=r"no topic 'halucination'.*did you mean 'hallucination'"):
+        load(workspace.subscriptions, settings)
+
+
+def test_the_offline_helper_keeps_alerts(workspace: Workspace) -> None:
+    # tests.conftest.offline turns link checks off; alerts are the run's --offline to decide
+    settings = _setup(workspace, '  - to: "ntfy://ntfy.example.org/papers"\n')
+    assert offline(load(workspace.subscriptions, settings)).settings.alerts
+
+
+def test_a_variable_gone_since_the_config_was_cached_is_still_a_config_error(
+    workspace: Workspace, feeds_cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOPIC_VAR", "papers")
+    settings = _setup(workspace, '  - to: "ntfy://ntfy.example.org/${TOPIC_VAR}"\n')
+    args = ["--subscriptions", str(workspace.subscriptions), "--settings", str(settings)]
+    assert feeds_cli(workspace.root, "check", *args).returncode == 0  # cached now
+    monkeypatch.delenv("TOPIC_VAR")
+    r = feeds_cli(workspace.root, "check", *args)
+    assert r.returncode == 2
+    assert "environment variable TOPIC_VAR is not set" in r.stderr
