@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from feeds.config import Settings
 from feeds.ingest import Input
-from feeds.links.guard import AddressPolicy, guarded_client
+from feeds.net import AddressPolicy, guarded_client
+from feeds.settings import Settings
 from feeds.sources import SourceFailed, after_failure, after_success, fetch, stale_reason
 from feeds.state import Store
 
@@ -17,7 +17,7 @@ def fetch_sources(store: Store, settings: Settings, now: datetime) -> tuple[list
     stale_after = timedelta(seconds=settings.stale_after)
     inputs: list[Input] = []
     stale: list[str] = []
-    with guarded_client(policy, timeout=settings.links.timeout, user_agent="paperfeeds") as c:
+    with guarded_client(policy, timeout=settings.links.timeout) as c:
         for url in settings.sources:
             state = store.source(url)
             if state.next_try is None or state.next_try <= now:

@@ -9,26 +9,30 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-import httpx
-
-from feeds import __version__
-from feeds.links.guard import (
+from feeds.errors import FeedsError
+from feeds.model import SourceState
+from feeds.net import (
     AddressPolicy,
     BlockedAddress,
     NameNotResolved,
+    NetError,
+    TimedOut,
     deadline,
-    read_capped,
+    follow,
 )
-from feeds.model import SourceState
+
+if TYPE_CHECKING:
+    from feeds.net.client import Client, Response
 
 MAX_DIGEST_BYTES = 20 * 1024 * 1024
+MAX_REDIRECTS = 4  # followed: five requests at most
 RETRY_FIRST = timedelta(minutes=5)
 RETRY_MAX = timedelta(hours=6)
-USER_AGENT = f"paperfeeds/{__version__} (+https://pypi.org/project/paperfeeds/)"
 
 
-class SourceFailed(Exception):
+class SourceFailed(FeedsError):
     """A source could not be fetched this time."""
 
 
@@ -40,7 +44,7 @@ class Fetched:
 
 
 def fetch(
-    client: httpx.Client,
+    client: Client,
     policy: AddressPolicy,
     state: SourceState,
     *,
@@ -52,7 +56,7 @@ def fetch(
     problem = policy.url_problem(state.url)
     if problem:
         raise SourceFailed(f"not fetched: {problem}")
-    headers = {"User-Agent": USER_AGENT}
+    headers: dict[str, str] = {}
     if state.etag:
         headers["If-None-Match"] = state.etag
     if state.last_modified:
@@ -68,36 +72,38 @@ def fetch(
 
 
 def _get(
-    client: httpx.Client, policy: AddressPolicy, url: str, headers: dict[str, str], timeout: float
+    client: Client, policy: AddressPolicy, url: str, headers: dict[str, str], timeout: float
 ) -> Fetched:
-    current = url
+    def ask(target: str) -> Response:
+        return client.open("GET", target, headers)
+
     try:
         with deadline(timeout):
-            for _hop in range(5):
-                with client.stream("GET", current, headers=headers) as r:
-                    if r.status_code in (301, 302, 303, 307, 308) and "location" in r.headers:
-                        current = str(r.url.join(r.headers["location"]))
-                        # Each hop is judged like the source's own URL (as link checks do):
-                        # the connect-time guard alone would let `*.internal` names through.
-                        problem = policy.url_problem(current)
-                        if problem:
-                            raise SourceFailed(f"redirect to {problem}")
-                        continue
-                    if r.status_code == 304:
-                        return Fetched(None, r.headers.get("etag"), r.headers.get("last-modified"))
-                    if r.status_code != 200:
-                        raise SourceFailed(f"HTTP {r.status_code}")
-                    body = read_capped(r, MAX_DIGEST_BYTES)
-                    if body is None:
-                        raise SourceFailed(f"larger than {MAX_DIGEST_BYTES} bytes")
-                    return Fetched(body, r.headers.get("etag"), r.headers.get("last-modified"))
-            raise SourceFailed("too many redirects")
+            # Each hop is judged like the source's own URL (as link checks do): the
+            # connect-time guard alone would let `*.internal` names through.
+            chain = follow(ask, url, policy, max_redirects=MAX_REDIRECTS)
+            with chain:
+                r = chain.final
+                if r is None:  # fetch() judged the URL already: only if the policy changed
+                    raise SourceFailed(f"not fetched: {chain.problem}")
+                if chain.stop == "refused":
+                    raise SourceFailed(f"redirect to {chain.problem}")
+                if chain.stop != "answered":  # a loop, or one redirect too many
+                    raise SourceFailed("too many redirects")
+                if r.status == 304:
+                    return Fetched(None, r.headers.get("etag"), r.headers.get("last-modified"))
+                if r.status != 200:
+                    raise SourceFailed(f"HTTP {r.status}")
+                body = r.read_capped(MAX_DIGEST_BYTES)
+                if body is None:
+                    raise SourceFailed(f"larger than {MAX_DIGEST_BYTES} bytes")
+                return Fetched(body, r.headers.get("etag"), r.headers.get("last-modified"))
     except (BlockedAddress, NameNotResolved) as e:
         raise SourceFailed(str(e)) from e
-    except httpx.TimeoutException as e:
+    except TimedOut as e:
         raise SourceFailed("timed out") from e
-    except httpx.HTTPError as e:
-        raise SourceFailed(f"{type(e).__name__}: {e}"[:200]) from e
+    except NetError as e:
+        raise SourceFailed(e.described[:200]) from e
 
 
 def after_failure(state: SourceState, now: datetime, error: str) -> SourceState:

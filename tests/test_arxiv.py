@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -34,8 +33,9 @@ from feeds.arxiv.harvest import (
 from feeds.digest import parse as parse_digest
 from feeds.errors import FeedsError
 from feeds.links.enrich import Throttle
-from feeds.links.guard import AddressPolicy, guarded_client
 from feeds.model import Institution, Link, SourceState
+from feeds.net import AddressPolicy, guarded_client
+from feeds.net.client import Client
 from feeds.text import clean_xml
 from tests.arxivserver import ArxivServer, FakePaper, error_feed, feed_xml
 from tests.linkserver import LinkServer, redirect, reply, slow
@@ -467,8 +467,8 @@ def server() -> Iterator[ArxivServer]:
 
 
 @pytest.fixture
-def http() -> Iterator[httpx.Client]:
-    with guarded_client(ALLOW_LOOPBACK, timeout=10, user_agent="paperfeeds-tests") as c:
+def http() -> Iterator[Client]:
+    with guarded_client(ALLOW_LOOPBACK, timeout=10) as c:
         yield c
 
 
@@ -514,12 +514,12 @@ class Follower:
         raise AssertionError("never finished")
 
 
-def harvester(http: httpx.Client, server: ArxivServer, **kw: object) -> Harvester:
+def harvester(http: Client, server: ArxivServer, **kw: object) -> Harvester:
     kw.setdefault("sleep", lambda _s: None)
     return Harvester(http, server.url, policy=ALLOW_LOOPBACK, **kw)  # type: ignore[arg-type]
 
 
-def test_a_harvest_pages_newest_first_politely(http: httpx.Client, server: ArxivServer) -> None:
+def test_a_harvest_pages_newest_first_politely(http: Client, server: ArxivServer) -> None:
     server.add(*(fake(n, n * 0.1) for n in range(250)))
     clock = Clock()
     h = harvester(http, server, page_size=100, throttle=Throttle(3.0, clock, clock.sleep))
@@ -545,9 +545,7 @@ def test_a_harvest_pages_newest_first_politely(http: httpx.Client, server: Arxiv
     assert (again.requests, len(server.requests)) == (0, 3)
 
 
-def test_the_delay_is_waited_by_default_sleep_injected(
-    http: httpx.Client, server: ArxivServer
-) -> None:
+def test_the_delay_is_waited_by_default_sleep_injected(http: Client, server: ArxivServer) -> None:
     server.add(*(fake(n, n) for n in range(5)))
     slept: list[float] = []
     h = harvester(http, server, page_size=2, sleep=slept.append, delay=3.0)
@@ -557,9 +555,7 @@ def test_the_delay_is_waited_by_default_sleep_injected(
     assert slept == pytest.approx([3.0, 6.0, 9.0], abs=0.5)
 
 
-def test_a_first_harvest_stops_at_the_backfill_window(
-    http: httpx.Client, server: ArxivServer
-) -> None:
+def test_a_first_harvest_stops_at_the_backfill_window(http: Client, server: ArxivServer) -> None:
     server.add(*(fake(n, n * 2) for n in range(121)))  # every 2 hours for 10 days
     result = harvester(http, server, page_size=50).harvest(Cursor("cs.CL"), NOW, lambda _: False)
     assert result.done
@@ -568,9 +564,7 @@ def test_a_first_harvest_stops_at_the_backfill_window(
     assert all(e.published >= NOW - timedelta(days=7) for e in result.entries)
 
 
-def test_later_harvests_stop_at_what_the_last_one_saw(
-    http: httpx.Client, server: ArxivServer
-) -> None:
+def test_later_harvests_stop_at_what_the_last_one_saw(http: Client, server: ArxivServer) -> None:
     server.add(*(fake(n, 1 + n) for n in range(150)))
     follow = Follower(harvester(http, server, page_size=50))
     follow.cycle("cs.CL")
@@ -585,7 +579,7 @@ def test_later_harvests_stop_at_what_the_last_one_saw(
     assert len(follow.returned) == len(set(follow.returned)) == 153
 
 
-def test_a_cross_listed_paper_is_one_paper(http: httpx.Client, server: ArxivServer) -> None:
+def test_a_cross_listed_paper_is_one_paper(http: Client, server: ArxivServer) -> None:
     server.add(*(fake(n, n, "cs.CL") for n in range(10)))
     server.add(*(fake(n, n - 95, "cs.LG") for n in range(100, 110)))
     server.add(fake(50, 7.5, "cs.LG", "cs.CL"))  # primary cs.LG, cross-listed to cs.CL
@@ -605,7 +599,7 @@ def test_a_cross_listed_paper_is_one_paper(http: httpx.Client, server: ArxivServ
 
 
 def test_a_new_version_of_a_seen_paper_is_not_harvested_again(
-    http: httpx.Client, server: ArxivServer
+    http: Client, server: ArxivServer
 ) -> None:
     """A v2 keeps its submission date (version 1's): sortBy=submittedDate leaves it where
     it was, below the watermark, so harvests do not bring it again. Were it met (a
@@ -624,7 +618,7 @@ def test_a_new_version_of_a_seen_paper_is_not_harvested_again(
 
 @pytest.mark.parametrize("status", [429, 503])
 def test_a_rate_limit_stops_every_category_and_says_how_long_to_wait(
-    http: httpx.Client, server: ArxivServer, status: int
+    http: Client, server: ArxivServer, status: int
 ) -> None:
     server.add(*(fake(n, n, "cs.CL", "cs.LG") for n in range(5)))
     server.fail(status, retry_after="10800")
@@ -645,7 +639,7 @@ def test_a_rate_limit_stops_every_category_and_says_how_long_to_wait(
     assert after_harvest(state, forever, NOW).next_try == NOW + timedelta(days=2)
 
 
-def test_retry_after_as_an_http_date(http: httpx.Client, server: ArxivServer) -> None:
+def test_retry_after_as_an_http_date(http: Client, server: ArxivServer) -> None:
     server.add(fake(1, 1))
     server.fail(503, retry_after=email.utils.formatdate(time.time() + 7200, usegmt=True))
     [result] = Follower(harvester(http, server)).cycle("cs.CL")
@@ -654,7 +648,7 @@ def test_retry_after_as_an_http_date(http: httpx.Client, server: ArxivServer) ->
 
 
 def test_a_rate_limit_mid_harvest_resumes_without_gap_or_duplicate(
-    http: httpx.Client, server: ArxivServer
+    http: Client, server: ArxivServer
 ) -> None:
     server.add(*(fake(n, n * 0.1) for n in range(250)))
     follow = Follower(harvester(http, server, page_size=100))
@@ -673,7 +667,7 @@ def test_a_rate_limit_mid_harvest_resumes_without_gap_or_duplicate(
 
 
 def test_an_interrupted_harvest_resumes_while_new_papers_push_offsets_down(
-    http: httpx.Client, server: ArxivServer
+    http: Client, server: ArxivServer
 ) -> None:
     server.add(*(fake(n, 1 + n * 0.1) for n in range(250)))
     follow = Follower(harvester(http, server, page_size=100))
@@ -694,7 +688,7 @@ def test_an_interrupted_harvest_resumes_while_new_papers_push_offsets_down(
 
 
 def test_a_harvest_steps_back_when_papers_leave_the_results(
-    http: httpx.Client, server: ArxivServer
+    http: Client, server: ArxivServer
 ) -> None:
     server.add(*(fake(n, 1 + n * 0.1) for n in range(250)))
     follow = Follower(harvester(http, server, page_size=100))
@@ -708,7 +702,7 @@ def test_a_harvest_steps_back_when_papers_leave_the_results(
     assert [q["start"] for q in server.queries()][2:4] == ["99", "0"]  # stepped back
 
 
-def test_an_empty_page_mid_harvest_is_not_the_end(http: httpx.Client, server: ArxivServer) -> None:
+def test_an_empty_page_mid_harvest_is_not_the_end(http: Client, server: ArxivServer) -> None:
     server.add(*(fake(n, n * 0.1) for n in range(250)))
     server.empty(after=1)  # the second page: no entries, totalResults 0
     [result] = Follower(harvester(http, server, page_size=100)).cycle("cs.CL")
@@ -716,7 +710,7 @@ def test_an_empty_page_mid_harvest_is_not_the_end(http: httpx.Client, server: Ar
     assert len(result.entries) == 250
 
 
-def test_an_empty_first_page_changes_nothing(http: httpx.Client, server: ArxivServer) -> None:
+def test_an_empty_first_page_changes_nothing(http: Client, server: ArxivServer) -> None:
     server.add(*(fake(n, n) for n in range(5)))
     follow = Follower(harvester(http, server))
     follow.cursors["cs.CL"] = Cursor("cs.CL", watermark=NOW - timedelta(hours=10))
@@ -729,7 +723,7 @@ def test_an_empty_first_page_changes_nothing(http: httpx.Client, server: ArxivSe
 
 
 def test_the_page_budget_spreads_a_long_backfill_over_cycles(
-    http: httpx.Client, server: ArxivServer
+    http: Client, server: ArxivServer
 ) -> None:
     server.add(*(fake(n, n * 0.5) for n in range(250)))
     follow = Follower(harvester(http, server, page_size=40, max_pages=2))
@@ -740,7 +734,7 @@ def test_the_page_budget_spreads_a_long_backfill_over_cycles(
     assert follow.returned == [f"2612.{n:05d}" for n in range(250)]
 
 
-def test_a_refused_query_says_arxivs_message(http: httpx.Client, server: ArxivServer) -> None:
+def test_a_refused_query_says_arxivs_message(http: Client, server: ArxivServer) -> None:
     server.add(fake(1, 1))
     [result] = Follower(harvester(http, server, page_size=5000)).cycle("cs.CL")
     refused = "cannot run search_query=cat:cs.CL start=0 max_results=5000"
@@ -750,7 +744,7 @@ def test_a_refused_query_says_arxivs_message(http: httpx.Client, server: ArxivSe
 
 def test_the_address_guard_applies(server: ArxivServer) -> None:
     policy = AddressPolicy()  # arXiv is public: no allow_hosts, so loopback is refused
-    with guarded_client(policy, timeout=5, user_agent="paperfeeds") as c:
+    with guarded_client(policy, timeout=5) as c:
         with pytest.raises(FetchFailed, match="not asked"):
             fetch_page(c, server.url, "cs.CL", Request(0, 10, NOW), policy=policy)
         with pytest.raises(FetchFailed, match="not public"):  # at connect time, too
@@ -758,14 +752,14 @@ def test_the_address_guard_applies(server: ArxivServer) -> None:
     assert server.requests == []
 
 
-def test_a_category_that_is_not_one_is_never_asked(http: httpx.Client, server: ArxivServer) -> None:
+def test_a_category_that_is_not_one_is_never_asked(http: Client, server: ArxivServer) -> None:
     with pytest.raises(ArxivError, match="not an arXiv category"):
         fetch_page(http, server.url, "cs.CL OR all:x", Request(0, 10, NOW))
     assert server.requests == []
 
 
 def test_a_categorys_own_trouble_does_not_stop_the_others(
-    http: httpx.Client, server: ArxivServer
+    http: Client, server: ArxivServer
 ) -> None:
     server.add(fake(1, 1))
     bad, good = Follower(harvester(http, server)).cycle("cs.CL OR all:x", "cs.CL")
@@ -775,7 +769,7 @@ def test_a_categorys_own_trouble_does_not_stop_the_others(
 
 
 def test_slow_big_and_redirected_answers_fail(
-    http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+    http: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s = LinkServer("127.0.0.1")
     try:

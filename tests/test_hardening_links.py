@@ -22,17 +22,17 @@ from urllib.parse import urlsplit
 from xml.etree import ElementTree as ET
 
 import feedparser
-import httpx
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from feeds.config import Config, load
-from feeds.links import guard
 from feeds.links.check import Checker
 from feeds.links.enrich import Enricher, LookupFailed, Throttle, parse_huggingface
-from feeds.links.guard import AddressPolicy, BlockedAddress, GuardedBackend, guarded_client
 from feeds.model import Item, Link, Paper, SourceState
+from feeds.net import AddressPolicy, BlockedAddress, guarded_client, public_address
+from feeds.net.client import Client
+from feeds.net.guard import GuardedBackend
 from feeds.pipeline import run
 from feeds.publish.render import content_html, render_feed, render_json_feed, render_topic
 from feeds.publish.view import FeedView, Site, best_link, safe_href, web_url
@@ -75,21 +75,21 @@ def connects(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
 
 
 @pytest.fixture
-def clients() -> Iterator[list[httpx.Client]]:
+def clients() -> Iterator[list[Client]]:
     """Guarded clients made by a test, closed after it."""
-    made: list[httpx.Client] = []
+    made: list[Client] = []
     yield made
     for client in made:
         client.close()
 
 
-def _client(clients: list[httpx.Client], policy: AddressPolicy) -> httpx.Client:
-    client = guarded_client(policy, timeout=2.0, user_agent="paperfeeds-test")
+def _client(clients: list[Client], policy: AddressPolicy) -> Client:
+    client = guarded_client(policy, timeout=2.0)
     clients.append(client)
     return client
 
 
-def _checker(clients: list[httpx.Client], **kwargs: Any) -> Checker:
+def _checker(clients: list[Client], **kwargs: Any) -> Checker:
     """A checker that may fetch from 127.0.0.1 (the test servers) and nowhere private else."""
     policy = AddressPolicy.from_settings(["127.0.0.1"])
     return Checker(_client(clients, policy), policy, total_timeout=2.0, **kwargs)
@@ -163,7 +163,7 @@ PUBLIC = [
 @pytest.mark.parametrize("spelling", NOT_PUBLIC)
 def test_addresses_that_are_not_public(spelling: str) -> None:
     ip = ipaddress.ip_address(spelling)
-    assert not guard.public_address(ip), spelling
+    assert not public_address(ip), spelling
     assert not AddressPolicy().allows(spelling, ip)
     host = f"[{spelling}]" if ":" in spelling else spelling
     assert "is not public" in (AddressPolicy().url_problem(f"http://{host}:8080/x") or "")
@@ -172,7 +172,7 @@ def test_addresses_that_are_not_public(spelling: str) -> None:
 @pytest.mark.parametrize("spelling", PUBLIC)
 def test_public_addresses_stay_allowed(spelling: str) -> None:
     ip = ipaddress.ip_address(spelling)
-    assert guard.public_address(ip), spelling
+    assert public_address(ip), spelling
     host = f"[{spelling}]" if ":" in spelling else spelling
     assert AddressPolicy().url_problem(f"https://{host}/") is None
 
@@ -209,7 +209,7 @@ def test_the_backend_never_connects_to_nat64_of_loopback(
 
 
 def test_checker_redirect_to_nat64_is_blocked_without_connecting(
-    site: LinkServer, connects: list[tuple[str, int]], clients: list[httpx.Client]
+    site: LinkServer, connects: list[tuple[str, int]], clients: list[Client]
 ) -> None:
     target = f"http://[{NAT64_LOOPBACK}]/"
     site.route("/nat64", redirect(target))
@@ -227,7 +227,7 @@ def test_checker_redirect_to_nat64_is_blocked_without_connecting(
 def test_checker_url_and_name_resolving_to_nat64_are_blocked(
     site: LinkServer,
     connects: list[tuple[str, int]],
-    clients: list[httpx.Client],
+    clients: list[Client],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     checker = _checker(clients)
@@ -247,7 +247,7 @@ def test_checker_url_and_name_resolving_to_nat64_are_blocked(
 
 
 def test_github_api_redirect_to_nat64_is_blocked(
-    site: LinkServer, connects: list[tuple[str, int]], clients: list[httpx.Client]
+    site: LinkServer, connects: list[tuple[str, int]], clients: list[Client]
 ) -> None:
     site.route("/repos/o/r", redirect(f"http://[{NAT64_LOOPBACK}]/repositories/1", 301))
     result = _checker(clients, github_api=site.base).check("https://github.com/o/r")
@@ -256,7 +256,7 @@ def test_github_api_redirect_to_nat64_is_blocked(
 
 
 def test_source_redirect_to_nat64_is_refused_without_connecting(
-    site: LinkServer, connects: list[tuple[str, int]], clients: list[httpx.Client]
+    site: LinkServer, connects: list[tuple[str, int]], clients: list[Client]
 ) -> None:
     site.route("/digest.txt", redirect(f"http://[{NAT64_LOOPBACK}]/digest.txt"))
     policy = AddressPolicy.from_settings(["127.0.0.1"])
@@ -269,7 +269,7 @@ def test_source_redirect_to_nat64_is_refused_without_connecting(
 
 @pytest.mark.parametrize("target", HOSTILE_TARGETS)
 def test_source_redirect_to_a_non_http_url_is_refused(
-    site: LinkServer, clients: list[httpx.Client], target: str
+    site: LinkServer, clients: list[Client], target: str
 ) -> None:
     site.route("/digest.txt", redirect(target))
     policy = AddressPolicy.from_settings(["127.0.0.1"])
@@ -279,7 +279,7 @@ def test_source_redirect_to_a_non_http_url_is_refused(
     assert target.split(":", 1)[1] not in str(failed.value)
 
 
-def _enricher(clients: list[httpx.Client], api: str) -> Enricher:
+def _enricher(clients: list[Client], api: str) -> Enricher:
     policy = AddressPolicy.from_settings(["127.0.0.1"])
     return Enricher(
         _client(clients, policy), policy,
@@ -288,7 +288,7 @@ def _enricher(clients: list[httpx.Client], api: str) -> Enricher:
 
 
 def test_lookups_never_connect_to_nat64(
-    site: LinkServer, connects: list[tuple[str, int]], clients: list[httpx.Client]
+    site: LinkServer, connects: list[tuple[str, int]], clients: list[Client]
 ) -> None:
     nat64 = _enricher(clients, f"http://[{NAT64_LOOPBACK}]:{site.port}/api")
     with pytest.raises(LookupFailed, match="not public"):
@@ -305,7 +305,7 @@ def test_lookups_never_connect_to_nat64(
 
 @pytest.mark.parametrize("target", HOSTILE_TARGETS)
 def test_lookup_redirected_to_a_non_http_url_fails_cleanly(
-    site: LinkServer, clients: list[httpx.Client], target: str
+    site: LinkServer, clients: list[Client], target: str
 ) -> None:
     # httpx itself raised InvalidURL here, which no caller expected: the run crashed.
     site.route("/api/papers/2601.00001", redirect(target))
@@ -318,7 +318,7 @@ def test_lookup_redirected_to_a_non_http_url_fails_cleanly(
 
 @pytest.mark.parametrize("target", [*HOSTILE_TARGETS, " javascript:alert(1)"])
 def test_redirect_to_a_non_http_url_records_no_final_url(
-    site: LinkServer, clients: list[httpx.Client], target: str
+    site: LinkServer, clients: list[Client], target: str
 ) -> None:
     site.route("/go", redirect(target))
     result = _checker(clients).check(site.url("/go"))
@@ -329,7 +329,7 @@ def test_redirect_to_a_non_http_url_records_no_final_url(
 
 
 def test_redirect_to_an_http_url_without_a_host_records_no_final_url(
-    site: LinkServer, clients: list[httpx.Client]
+    site: LinkServer, clients: list[Client]
 ) -> None:
     site.route("/go", redirect("https:///javascript:alert(1)"))
     result = _checker(clients).check(site.url("/go"))
@@ -342,7 +342,7 @@ def test_redirect_to_an_http_url_without_a_host_records_no_final_url(
     "html_url", ["javascript:alert(1)//", "data:text/html,x", "//evil.example/o/r", "https://", 7]
 )
 def test_github_api_html_url_that_is_not_http_is_not_a_rename(
-    site: LinkServer, clients: list[httpx.Client], html_url: object
+    site: LinkServer, clients: list[Client], html_url: object
 ) -> None:
     site.route("/repos/o/r", json_reply(200, {"html_url": html_url, "archived": False}))
     result = _checker(clients, github_api=site.base).check("https://github.com/o/r/tree/main")

@@ -24,9 +24,9 @@ import pytest
 
 from feeds.config import Config, load
 from feeds.links.check import Checker
-from feeds.links.guard import AddressPolicy, guarded_client
 from feeds.links.policy import Outage, backoff, network_after
 from feeds.model import Hit, Item, Link, Paper
+from feeds.net import AddressPolicy, guarded_client
 from feeds.pipeline import run
 from feeds.publish.render import content_html, item_html, render_feed, render_json_feed
 from feeds.publish.view import FeedView, Site, link_words, matched_text
@@ -188,7 +188,7 @@ def test_every_note_a_real_check_writes_reads_as_words(site: LinkServer) -> None
     site.route("/api/repos/o/gone", json_reply(404, {}))
     site.route("/api/repos/o/limited", json_reply(403, {}, {"x-ratelimit-remaining": "0"}))
     policy = AddressPolicy.from_settings(["127.0.0.2"])
-    client = guarded_client(policy, timeout=5, user_agent="test")
+    client = guarded_client(policy, timeout=5)
     checker = Checker(client, policy, total_timeout=5, github_api=site.url("/api"))
     closed = socket.socket()
     closed.bind(("127.0.0.2", 0))  # a port nobody listens on: the connection is refused

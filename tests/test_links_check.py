@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from feeds.links import guard
 from feeds.links.check import (
     MAX_REDIRECTS,
     PEEK_BYTES,
@@ -26,9 +25,8 @@ from feeds.links.check import (
     retry_after_seconds,
     status_for,
 )
-from feeds.links.guard import AddressPolicy, guarded_client
 from feeds.links.policy import schedule
-from feeds.links.resolve import USER_AGENT
+from feeds.net import USER_AGENT, AddressPolicy, guard, guarded_client
 from tests.linkserver import LinkServer, json_reply, redirect, reply, send, sequence
 
 SLACK = 3.0  # seconds beyond a check's total timeout that a test tolerates before "hanging"
@@ -63,12 +61,11 @@ def make_checker() -> Iterator[MakeChecker]:
         *,
         total_timeout: float = 5.0,
         timeout: float = 3.0,
-        user_agent: str = "paperfeeds-test",
         github_api: str | None = None,
         **kwargs: Any,
     ) -> Checker:
         policy = AddressPolicy.from_settings(list(allow))
-        client = guarded_client(policy, timeout=timeout, user_agent=user_agent)
+        client = guarded_client(policy, timeout=timeout)
         clients.append(client)
         return Checker(client, policy, total_timeout=total_timeout, github_api=github_api, **kwargs)
 
@@ -442,11 +439,12 @@ def test_dns_failure_with_network_is_dead_after_a_week(dns_failure: CheckResult)
 
 def test_user_agent_names_the_tool(site: LinkServer, make_checker: MakeChecker) -> None:
     site.route("/ua", reply(200))
-    make_checker(user_agent=USER_AGENT).check(site.url("/ua"))
+    make_checker().check(site.url("/ua"))
     make_checker().check(site.url("/ua"))
     agents = [r.headers.get("user-agent", "") for r in site.requests]
     assert len(agents) == 2
     assert all("paperfeeds" in ua for ua in agents)
+    assert agents == [USER_AGENT] * 2  # the one User-Agent of every request
     assert not any("python-httpx" in ua for ua in agents)
 
 

@@ -22,7 +22,7 @@ from feeds.links.enrich import (
     parse_huggingface,
     same_title,
 )
-from feeds.links.guard import AddressPolicy, guarded_client
+from feeds.net import AddressPolicy, guarded_client
 from feeds.pipeline import run
 
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -186,7 +186,7 @@ def test_throttle_spaces_requests() -> None:
 
 def _enricher(server: Server, **kwargs: object) -> Enricher:
     policy = AddressPolicy.from_settings(["127.0.0.3"])
-    client = guarded_client(policy, timeout=5, user_agent="test")
+    client = guarded_client(policy, timeout=5)
     return Enricher(
         client,
         policy,

@@ -11,9 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit
-
-import httpx
 
 from feeds.arxiv.atom import ApiError, ArxivError, BadAnswer, Entry, Page, parse
 from feeds.arxiv.harvest import (
@@ -29,8 +28,10 @@ from feeds.arxiv.harvest import (
 )
 from feeds.links.check import retry_after_seconds
 from feeds.links.enrich import Throttle
-from feeds.links.guard import AddressPolicy, BlockedAddress, NameNotResolved, deadline, read_capped
-from feeds.sources import USER_AGENT
+from feeds.net import AddressPolicy, BlockedAddress, NameNotResolved, NetError, TimedOut, deadline
+
+if TYPE_CHECKING:
+    from feeds.net.client import Client
 
 DELAY = 3.0  # seconds between requests, as arXiv asks
 MAX_PAGES = 10  # requests per category and cycle: a long backfill spreads over cycles
@@ -65,12 +66,11 @@ def query_url(api_url: str, category: str, request: Request) -> str:
 
 
 def fetch_page(
-    client: httpx.Client,
+    client: Client,
     api_url: str,
     category: str,
     request: Request,
     *,
-    user_agent: str = USER_AGENT,
     policy: AddressPolicy | None = None,
     timeout: float = TIMEOUT,
 ) -> Page:
@@ -78,7 +78,7 @@ def fetch_page(
 
     Raise RateLimited (429, 503), ApiError (arXiv's error feed), BadAnswer (not its Atom)
     or FetchFailed (the rest): all ArxivError. `client` is a guarded client (see
-    links.guard.guarded_client); `policy`, when given, also judges the URL itself.
+    feeds.net.guarded_client); `policy`, when given, also judges the URL itself.
     """
     if not valid_category(category):
         raise ArxivError(f"{category!r} is not an arXiv category (like cs.CL or hep-th)")
@@ -88,11 +88,8 @@ def fetch_page(
     if problem:
         raise FetchFailed(f"{host} not asked: {problem}")
     try:
-        with (
-            deadline(timeout),
-            client.stream("GET", url, headers={"User-Agent": user_agent}) as response,
-        ):
-            status = response.status_code
+        with deadline(timeout), client.open("GET", url) as response:
+            status = response.status
             if status in (429, 503):
                 wait = retry_after_seconds(response.headers.get("retry-after"), time.time())
                 asked = f"; it asks to wait {wait:.0f} s" if wait is not None else ""
@@ -100,13 +97,13 @@ def fetch_page(
             if 300 <= status < 400:
                 moved = response.headers.get("location", "")[:200]
                 raise FetchFailed(f"{host} answered HTTP {status} to {moved or 'nowhere'}")
-            body = read_capped(response, MAX_PAGE_BYTES)
+            body = response.read_capped(MAX_PAGE_BYTES)
     except (BlockedAddress, NameNotResolved) as e:
         raise FetchFailed(f"{host} not asked: {e}"[:300]) from e
-    except httpx.TimeoutException as e:
+    except TimedOut as e:
         raise FetchFailed(f"{host} did not answer within {timeout:.0f} s") from e
-    except httpx.HTTPError as e:
-        raise FetchFailed(f"{host}: {type(e).__name__}: {e}"[:300]) from e
+    except NetError as e:
+        raise FetchFailed(f"{host}: {e.described}"[:300]) from e
     if body is None:
         raise FetchFailed(f"{host} answered more than {MAX_PAGE_BYTES} bytes")
     if status != 200:
@@ -132,11 +129,10 @@ class Harvester:
 
     def __init__(
         self,
-        client: httpx.Client,
+        client: Client,
         api_url: str,
         *,
         policy: AddressPolicy | None = None,
-        user_agent: str = USER_AGENT,
         backfill: timedelta = BACKFILL,
         lookback: timedelta = LOOKBACK,
         page_size: int = PAGE_SIZE,
@@ -149,7 +145,6 @@ class Harvester:
         self.client = client
         self.api_url = api_url
         self.policy = policy
-        self.user_agent = user_agent
         self.backfill = backfill
         self.lookback = lookback
         self.page_size = page_size
@@ -218,7 +213,6 @@ class Harvester:
                     self.api_url,
                     cursor.category,
                     request,
-                    user_agent=self.user_agent,
                     policy=self.policy,
                     timeout=self.timeout,
                 )

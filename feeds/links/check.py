@@ -1,7 +1,8 @@
 """Check links over HTTP: HEAD (then GET), redirects hop by hop, every hop guarded.
 
-The only network code of paperfeeds lives in this package. Results are plain data; the
-pipeline stores them and decides when to check again (see policy.py).
+The HTTP itself is feeds.net's (the guarded client, `follow`); what the answers mean for a
+link is decided here. Results are plain data; the pipeline stores them and decides when to
+check again (see policy.py).
 """
 
 from __future__ import annotations
@@ -14,21 +15,26 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
-from urllib.parse import urljoin, urlsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-import httpx
-
-from feeds.links.guard import (
+from feeds.model import LinkStatus
+from feeds.net import (
     AddressPolicy,
     BlockedAddress,
+    ConnectionFailed,
+    InvalidURL,
     NameNotResolved,
+    NetError,
     RedirectRefused,
+    TimedOut,
     deadline,
+    follow,
     http_url_problem,
-    read_capped,
 )
-from feeds.model import LinkStatus
+
+if TYPE_CHECKING:
+    from feeds.net.client import Client, Response
 
 MAX_REDIRECTS = 5
 PEEK_BYTES = 64 * 1024  # a GET check reads at most this much of a body
@@ -36,6 +42,8 @@ API_BYTES = 1024 * 1024  # an API answer larger than this is cut (and then not J
 RETRY_AFTER_WAIT = 5.0  # a 429 asking for at most this long is waited for and retried once
 _GITHUB_REPO = re.compile(r"^/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)(?:/|$)")
 _HEAD_REFUSED = {403, 405, 501}
+_ANY_REDIRECT = range(300, 400)  # a link is followed wherever any 3xx with a Location points
+_API_REDIRECTS = frozenset({301, 302, 307, 308})  # a renamed repository
 
 
 @dataclass(frozen=True)
@@ -84,7 +92,7 @@ class Checker:
 
     def __init__(
         self,
-        client: httpx.Client,
+        client: Client,
         policy: AddressPolicy,
         *,
         total_timeout: float = 20.0,
@@ -125,65 +133,53 @@ class Checker:
             except NameNotResolved as e:
                 note = f"name not resolved: {e}"
                 return CheckResult(url, "error", note=note, dns_failure=True, unreachable=True)
-            except httpx.TimeoutException:
+            except TimedOut:
                 return CheckResult(url, "error", note="timed out", unreachable=True)
-            except httpx.NetworkError as e:  # refused, reset: nothing that answers HTTP
-                note = f"{type(e).__name__}: {e}"[:200]
-                return CheckResult(url, "error", note=note, unreachable=True)
-            except httpx.HTTPError as e:
-                return CheckResult(url, "error", note=f"{type(e).__name__}: {e}"[:200])
-            except (httpx.InvalidURL, UnicodeError, ValueError) as e:  # text is not a URL
+            except ConnectionFailed as e:  # refused, reset: nothing that answers HTTP
+                return CheckResult(url, "error", note=e.described[:200], unreachable=True)
+            except InvalidURL as e:  # the text is not a URL
+                return CheckResult(url, "error", note=f"invalid URL: {e}"[:200])
+            except NetError as e:
+                return CheckResult(url, "error", note=e.described[:200])
+            except ValueError as e:
                 return CheckResult(url, "error", note=f"invalid URL: {e}"[:200])
 
     def _follow(self, url: str) -> CheckResult:
-        seen = {url}
-        current = url
-        code: int | None = None
-        for hops in range(MAX_REDIRECTS + 1):
-            response = self._request("HEAD", current)
-            if response.status_code in _HEAD_REFUSED:
-                response = self._request("GET", current)
-            code = response.status_code
-            location = response.headers.get("location")
-            if 300 <= code < 400 and location:
-                target = urljoin(current, location)
-                if target in seen:
-                    return CheckResult(url, "error", code, target, "redirect loop")
-                problem = self.policy.url_problem(target)
-                if problem:
-                    # Pages link to final_url: a target that is not an http(s) URL
-                    # (javascript:, data:) is named by its scheme in the note, never kept.
-                    final = None if http_url_problem(target) else target
-                    return CheckResult(url, "blocked", code, final, f"redirect to {problem}")
-                seen.add(target)
-                current = target
-                continue
-            retry = retry_after_seconds(response.headers.get("retry-after"), time.time())
-            final = current if hops else None
-            note = None if code < 400 else f"HTTP {code}"
-            return CheckResult(url, status_for(code, hops), code, final, note, retry)
-        # The last answer's code: servers answered (the network works), only too often.
-        return CheckResult(url, "error", code, current, f"more than {MAX_REDIRECTS} redirects")
+        chain = follow(
+            self._ask, url, self.policy, max_redirects=MAX_REDIRECTS, codes=_ANY_REDIRECT
+        )
+        final, target = chain.final, chain.target
+        if final is None:  # check() judged the URL already: only if the policy changed
+            return CheckResult(url, "blocked", note=chain.problem)
+        code = final.status
+        if chain.stop == "loop":
+            return CheckResult(url, "error", code, target, "redirect loop")
+        if chain.stop == "refused":
+            # Pages link to final_url: a target that is not an http(s) URL (javascript:,
+            # data:) is named by its scheme in the note, never kept.
+            kept = None if target is None or http_url_problem(target) else target
+            return CheckResult(url, "blocked", code, kept, f"redirect to {chain.problem}")
+        if chain.stop == "too many":
+            # The last answer's code: servers answered (the network works), only too often.
+            return CheckResult(url, "error", code, target, f"more than {MAX_REDIRECTS} redirects")
+        hops = len(chain.answers) - 1
+        retry = retry_after_seconds(final.headers.get("retry-after"), time.time())
+        final_url = final.url if hops else None
+        note = None if code < 400 else f"HTTP {code}"
+        return CheckResult(url, status_for(code, hops), code, final_url, note, retry)
 
-    def _request(self, method: str, url: str) -> httpx.Response:
-        request = self.client.build_request(method, url)
-        response = self.client.send(request, stream=True)
-        try:
-            if method == "GET":  # a peek is enough to know the server answers; never more
-                taken = 0
-                for chunk in response.iter_raw():
-                    taken += len(chunk)
-                    if taken >= PEEK_BYTES:
-                        break
-        finally:
-            response.close()
+    def _ask(self, url: str) -> Response:
+        """Return the answer to HEAD, or to GET where servers refuse HEAD (body closed)."""
+        response = self._request("HEAD", url)
+        if response.status in _HEAD_REFUSED:
+            response = self._request("GET", url)
         return response
 
-    def _get_capped(self, url: str, headers: dict[str, str]) -> tuple[httpx.Response, bytes]:
-        """GET with at most API_BYTES of body read."""
-        with self.client.stream("GET", url, headers=headers) as response:
-            body = read_capped(response, API_BYTES)
-        return response, body or b""  # too large: empty, so "not a JSON object"
+    def _request(self, method: str, url: str) -> Response:
+        with self.client.open(method, url) as response:
+            if method == "GET":  # a peek is enough to know the server answers; never more
+                response.peek(PEEK_BYTES)
+        return response
 
     def _github_repo(self, url: str) -> tuple[str, str] | None:
         if not self.github_api:
@@ -200,32 +196,36 @@ class Checker:
         """Ask GitHub's API: it knows renames (canonical name) and archived repositories."""
         api = f"{self.github_api}/repos/{owner}/{repo}"
         api_host = urlsplit(api).netloc
-        for _hop in range(MAX_REDIRECTS):
-            if self.policy.url_problem(api):
-                return CheckResult(url, "blocked", note="GitHub API address is not allowed")
+
+        def ask(target: str) -> Response:
             headers = {"Accept": "application/vnd.github+json"}
-            if self.github_token and urlsplit(api).netloc == api_host:
+            if self.github_token and urlsplit(target).netloc == api_host:
                 # The token goes to the GitHub API only: not to a link's host, not to
                 # wherever a redirect points.
                 headers["Authorization"] = f"Bearer {self.github_token}"
-            response, body = self._get_capped(api, headers)
-            if response.status_code in (301, 302, 307, 308) and "location" in response.headers:
-                api = urljoin(api, response.headers["location"])  # a renamed repository
-                continue
-            break
-        code = response.status_code
-        remaining = response.headers.get("x-ratelimit-remaining")
-        limited = remaining == "0" or "retry-after" in response.headers
-        if code == 429 or (code == 403 and limited):
-            wait = retry_after_seconds(response.headers.get("retry-after"), time.time())
-            reset = response.headers.get("x-ratelimit-reset")
-            if wait is None and reset and reset.isdigit():
-                wait = max(0.0, int(reset) - time.time())
-            return CheckResult(url, "error", code, note="GitHub rate limit", retry_after=wait)
-        if code == 404:
-            return CheckResult(url, "dead", code, note="no such GitHub repository")
-        if code != 200:
-            return CheckResult(url, "error", code, note=f"GitHub API: HTTP {code}")
+            return self.client.open("GET", target, headers)
+
+        chain = follow(ask, api, self.policy, max_redirects=MAX_REDIRECTS - 1, codes=_API_REDIRECTS)
+        with chain:
+            response = chain.final
+            # After MAX_REDIRECTS answers the API is asked no more: its last answer (a
+            # redirect) is judged, wherever that pointed.
+            if response is None or (chain.stop == "refused" and len(chain.answers) < MAX_REDIRECTS):
+                return CheckResult(url, "blocked", note="GitHub API address is not allowed")
+            code = response.status
+            remaining = response.headers.get("x-ratelimit-remaining")
+            limited = remaining == "0" or "retry-after" in response.headers
+            if code == 429 or (code == 403 and limited):
+                wait = retry_after_seconds(response.headers.get("retry-after"), time.time())
+                reset = response.headers.get("x-ratelimit-reset")
+                if wait is None and reset and reset.isdigit():
+                    wait = max(0.0, int(reset) - time.time())
+                return CheckResult(url, "error", code, note="GitHub rate limit", retry_after=wait)
+            if code == 404:
+                return CheckResult(url, "dead", code, note="no such GitHub repository")
+            if code != 200:
+                return CheckResult(url, "error", code, note=f"GitHub API: HTTP {code}")
+            body = response.read_capped(API_BYTES) or b""  # too large: not a JSON object
         try:
             data: Any = json.loads(body)
         except ValueError:

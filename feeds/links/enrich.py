@@ -12,24 +12,27 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 from xml.etree import ElementTree as ET
 
-import httpx
-
+from feeds.errors import FeedsError
 from feeds.links.extract import classify, normalize_url
-from feeds.links.guard import (
+from feeds.model import Link
+from feeds.net import (
     AddressPolicy,
     BlockedAddress,
-    NameNotResolved,
+    NetError,
     RedirectRefused,
+    Unreachable,
     deadline,
+    follow,
     http_url_problem,
-    read_capped,
 )
-from feeds.model import Link
 from feeds.text import title_key
+
+if TYPE_CHECKING:
+    from feeds.net.client import Client, Response
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 MAX_RESPONSE = 2 * 1024 * 1024  # an API answer larger than this is refused
@@ -37,7 +40,7 @@ TITLE_SIMILARITY = 0.97  # near-exact: punctuation and case aside, the same titl
 _ARXIV_ID = re.compile(r"arxiv\.org/abs/([^/?#]+?)(?:v\d+)?$")
 
 
-class LookupFailed(Exception):
+class LookupFailed(FeedsError):
     """A lookup failed (network, status, size, format); try again on a later run.
 
     `unreachable`: no server was reached at all (no name, no connection, no answer in
@@ -153,7 +156,7 @@ class Enricher:
 
     def __init__(
         self,
-        client: httpx.Client,
+        client: Client,
         policy: AddressPolicy,
         *,
         arxiv_api: str | None = "https://export.arxiv.org/api/query",
@@ -170,28 +173,35 @@ class Enricher:
 
     def _get(self, url: str) -> bytes | None:
         """Return the body of a 200 answer, None for a 404; raise LookupFailed otherwise."""
-        problem = self.policy.url_problem(url)
         host = urlsplit(url).hostname or ""
-        if problem:
-            raise LookupFailed(f"not fetched: {problem}", host=host, answered=False)
         try:
-            with deadline(self.total_timeout), self.client.stream("GET", url) as response:
-                if response.status_code == 404:
+            # Lookups follow no redirect: an API that moved answers with its status.
+            with (
+                deadline(self.total_timeout),
+                follow(self._ask, url, self.policy, max_redirects=0) as chain,
+            ):
+                response = chain.final
+                if response is None:
+                    problem = f"not fetched: {chain.problem}"
+                    raise LookupFailed(problem, host=host, answered=False)
+                if response.status == 404:
                     return None
-                if response.status_code != 200:
-                    raise LookupFailed(f"{host} answered HTTP {response.status_code}", host=host)
-                body = read_capped(response, MAX_RESPONSE)
+                if response.status != 200:
+                    raise LookupFailed(f"{host} answered HTTP {response.status}", host=host)
+                body = response.read_capped(MAX_RESPONSE)
                 if body is None:
                     raise LookupFailed(f"answer larger than {MAX_RESPONSE} bytes", host=host)
                 return body
-        except (NameNotResolved, httpx.TimeoutException, httpx.NetworkError) as e:
-            note = f"{type(e).__name__}: {e}"[:200]
-            raise LookupFailed(note, host=host, unreachable=True) from e
+        except Unreachable as e:  # no name, no connection, no answer in time
+            raise LookupFailed(e.described[:200], host=host, unreachable=True) from e
         except BlockedAddress as e:  # a redirect refused came from an answer; the rest did not
             answered = isinstance(e, RedirectRefused)
             raise LookupFailed(f"not fetched: {e}"[:200], host=host, answered=answered) from e
-        except httpx.HTTPError as e:
-            raise LookupFailed(f"{type(e).__name__}: {e}"[:200], host=host) from e
+        except NetError as e:
+            raise LookupFailed(e.described[:200], host=host) from e
+
+    def _ask(self, url: str) -> Response:
+        return self.client.open("GET", url)
 
     def arxiv(self, title: str) -> Found | None:
         """Return the arXiv entry whose title is (near-)exactly this one, or None."""

@@ -6,15 +6,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import httpx
-
-from feeds import __version__
 from feeds.config import LinkSettings
 from feeds.links.check import Checker, CheckResult, check_many
 from feeds.links.enrich import Enricher, LookupFailed, Throttle
-from feeds.links.guard import AddressPolicy, NameNotResolved, guarded_client
 from feeds.links.policy import (
     LOOKUPS_KEY,
     NETWORK_KEY,
@@ -23,10 +20,13 @@ from feeds.links.policy import (
     say_outage,
     schedule,
 )
+from feeds.net import AddressPolicy, NameNotResolved, TimedOut, guarded_client
 from feeds.state import Store
 from feeds.state.records import UrlCheck
 
-USER_AGENT = f"paperfeeds/{__version__} (+https://pypi.org/project/paperfeeds/; link checker)"
+if TYPE_CHECKING:
+    from feeds.net.client import Client
+
 LOOKUP_AGAIN = timedelta(days=30)  # nothing found: papers gain code links later
 
 
@@ -69,9 +69,8 @@ def resolve_links(
     lookups = Outage.from_text(store.meta(LOOKUPS_KEY))
     policy = AddressPolicy.from_settings(settings.allow_hosts)
     client = guarded_client(
-        policy, timeout=settings.timeout, user_agent=USER_AGENT,
-        max_connections=max(settings.concurrency, 1) * 2,
-    )  # fmt: skip
+        policy, timeout=settings.timeout, max_connections=max(settings.concurrency, 1) * 2
+    )
     with client:
         looked = _Looked()
         if lookups.due(now):
@@ -144,7 +143,7 @@ def _unreachable(results: list[CheckResult], failure: LookupFailed | None) -> tu
     if failure is not None and failure.unreachable:
         cause = failure.__cause__
         why = "name" if isinstance(cause, NameNotResolved) else (
-            "time" if isinstance(cause, httpx.TimeoutException) else "connect")  # fmt: skip
+            "time" if isinstance(cause, TimedOut) else "connect")  # fmt: skip
         hosts.setdefault(failure.host, why)
     whys = set(hosts.values())
     said = ("names do not resolve" if "name" in whys else
@@ -163,7 +162,7 @@ def _look_up(
     store: Store,
     settings: LinkSettings,
     policy: AddressPolicy,
-    client: httpx.Client,
+    client: Client,
     now: datetime,
     progress: Callable[[str], None],
 ) -> _Looked:
