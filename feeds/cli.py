@@ -183,6 +183,8 @@ def _print_summary(summary: RunSummary, config: Config, quiet: bool, offline: bo
     s = summary
     click.echo(f"digests: {s.digests} new, {s.known} already ingested, {len(s.rejected)} rejected")
     click.echo(f"papers: {s.papers_new} new, {s.papers_updated} updated, {s.papers_total} in total")
+    if s.harvested:
+        click.echo("arXiv: " + ", ".join(f"{c} +{n}" for c, n in s.harvested.items()))
     gained = [f"{tid} +{n}" for tid, n in s.new_matches.items() if n]
     click.echo("new matches: " + (", ".join(gained) if gained else "none"))
     line = f"links: {s.links_found} new in digests"

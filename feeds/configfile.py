@@ -253,7 +253,7 @@ _SETTINGS_KEYS: tuple[str, ...] = (
     "settle",
     "stale_after",
 )
-_SETTINGS_KEYS += ("feed", "links", "alerts")
+_SETTINGS_KEYS += ("feed", "links", "alerts", "arxiv_backfill")
 
 
 def read_settings(path: Path | None, config_files: Iterable[Path] = ()) -> Settings:
@@ -306,9 +306,18 @@ def read_settings(path: Path | None, config_files: Iterable[Path] = ()) -> Setti
     if "stale_after" in m:
         values["stale_after"] = _duration(r, m["stale_after"], "stale_after", least=60)
     if "sources" in m:
-        values["sources"] = tuple(
-            _http_url(r, item, "sources") for item in r.items(m["sources"], "sources")
-        )
+        urls: list[str] = []
+        categories: list[str] = []
+        for item in r.items(m["sources"], "sources"):
+            if isinstance(item, yaml.MappingNode):  # `- arxiv: [cs.CL, cs.LG]`
+                follow = r.mapping(item, ("arxiv",), "a source")
+                categories += [_category(r, n) for n in r.items(follow["arxiv"], "arxiv")]
+            else:
+                urls.append(_http_url(r, item, "sources"))
+        values["sources"] = tuple(urls)
+        values["arxiv"] = tuple(dict.fromkeys(categories))
+    if "arxiv_backfill" in m:
+        values["arxiv_backfill"] = _duration(r, m["arxiv_backfill"], "arxiv_backfill", least=3600)
     if "alerts" in m:
         values["alerts"] = tuple(_alert(r, node) for node in r.items(m["alerts"], "alerts"))
     if "feed" in m:
@@ -374,6 +383,16 @@ def _alert(r: _Reader, node: yaml.Node) -> AlertDestination:
     every = _duration(r, a["every"], "alerts.every", least=60) if "every" in a else None
     most = _count(r, a["max_papers"], "alerts.max_papers", 1, 10_000) if "max_papers" in a else None
     return AlertDestination(to, topics, every, most, str(r.path), line)
+
+
+def _category(r: _Reader, node: yaml.Node) -> str:
+    """Return an arXiv category (`cs.CL`, `hep-th`, `cond-mat.stat-mech`)."""
+    from feeds.arxiv.harvest import valid_category
+
+    name = r.text(node, "arxiv")
+    if not valid_category(name):
+        raise r.fail(node, f"{name!r} is not an arXiv category (like cs.CL, hep-th, math.AG)")
+    return name
 
 
 def check_alert_topics(settings: Settings, topics: Iterable[str]) -> None:

@@ -23,6 +23,9 @@ def _title(p: Paper) -> str:
 
 
 def _summary(p: Paper) -> str:
+    # The digest's AI summary (Chinese) and arXiv's abstract (English): either may match.
+    if p.abstract:
+        return (p.summary or "") + " ; " + p.abstract
     return p.summary or ""
 
 
@@ -34,6 +37,10 @@ def _venue(p: Paper) -> str:
     return p.venue or ""
 
 
+def _categories(p: Paper) -> str:
+    return " ; ".join(p.categories)
+
+
 # Each matchable field of a paper, before normalizing. Named functions, not lambdas: a
 # built Matcher holds some of them and is pickled (see feeds.cache.cached_matcher).
 RAW_FIELDS: dict[str, Callable[[Paper], str]] = {
@@ -43,6 +50,7 @@ RAW_FIELDS: dict[str, Callable[[Paper], str]] = {
     "institutions": _institutions,
     "comments": _comments,
     "venue": _venue,
+    "categories": _categories,
 }
 
 

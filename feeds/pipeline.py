@@ -61,6 +61,7 @@ class RunSummary:
     retry_at: float | None = None  # when the first deferred file may have settled (epoch s)
     stale: tuple[str, ...] = ()  # remote sources failing or unchanged for long
     missing: tuple[str, ...] = ()  # inbox folders that do not exist (skipped)
+    harvested: dict[str, int] = field(default_factory=dict)  # arXiv category: new entries
     files: WriteStats = field(default_factory=lambda: WriteStats(0, 0, 0))
     seconds: float = 0.0  # how long the cycle took
     alerts_sent: dict[str, int] = field(default_factory=dict)  # destination: papers sent
@@ -194,6 +195,9 @@ def _cycle(
             if parsed is not None:
                 problems.extend(parsed.diagnostics)
                 batch.done(len(parsed.papers))
+    harvested: dict[str, int] = {}
+    if s.arxiv:
+        harvested = _harvest(config, store, now, offline, counts, problems, got, progress)
     progress("matching")
     new_matches = _match(config, store, now, progress)
     progress("publishing")
@@ -233,18 +237,63 @@ def _cycle(
         deferred=tuple(got.deferred),
         retry_at=got.retry_at,
         stale=tuple(got.stale),
+        harvested=harvested,
         missing=tuple(got.missing),
         rejected=tuple(rejected),
         problems=tuple(problems),
         files=files,
         seconds=round(time.monotonic() - began, 3),
-        alerts_sent={a.shown: a.papers for a in alerts if a.ok and a.papers},
-        alerts_failed={a.shown: a.error for a in alerts if a.error},
-        alerts_pending={a.shown: a.pending for a in alerts if a.pending},
+        alerts_sent={name: a.papers for name, a in _named(alerts) if a.ok and a.papers},
+        alerts_failed={name: a.error for name, a in _named(alerts) if a.error},
+        alerts_pending={name: a.pending for name, a in _named(alerts) if a.pending},
     )
     with store.transaction():
         store.finish_run(run_id, clock(), summary.as_json())
     return summary
+
+
+def _harvest(
+    config: Config, store: Store, now: datetime, offline: bool, counts: dict[str, int],
+    problems: list[Diagnostic], got: _Collected, progress: Progress,
+) -> dict[str, int]:  # fmt: skip
+    """Harvest the followed arXiv categories that are due and store what they brought;
+    return the new entries per category. Every category's health is said (stale)."""
+    from feeds.arxiv.source import harvest, source_key
+    from feeds.sources import stale_reason
+
+    s = config.settings
+    brought: dict[str, int] = {}
+    if not offline:
+        progress("arXiv: harvesting " + ", ".join(s.arxiv))
+        for h in harvest(store, s, now):
+            key = source_key(h.category)
+            with store.transaction():  # the entries, the cursor and the health together
+                stored = store.put_papers([(0, p.as_paper()) for p in h.papers], key, now)
+                for result, n in stored.counts.items():
+                    counts[result] = counts.get(result, 0) + n
+                for paper in h.papers:
+                    counts["links"] += store.add_links(paper.paper_id, paper.links)
+                problems.extend(_collision(f"arXiv {h.category}", c) for c in stored.collisions)
+                store.put_harvest_cursor(h.category, h.cursor.to_text())
+                store.put_source(h.source)
+            brought[h.category] = len(h.papers)
+    stale_after = timedelta(seconds=s.stale_after)
+    for category in s.arxiv:
+        reason = stale_reason(store.source(source_key(category)), now, stale_after)
+        if reason:
+            got.stale.append(f"arXiv {category}: {reason}")
+    return brought
+
+
+def _named(alerts: tuple[Outcome, ...]) -> list[tuple[str, Outcome]]:
+    """Return the outcomes by how they are shown: service and host, and `#2`, `#3` for
+    destinations that share both."""
+    seen: dict[str, int] = {}
+    out = []
+    for a in alerts:
+        seen[a.shown] = seen.get(a.shown, 0) + 1
+        out.append((a.shown if seen[a.shown] == 1 else f"{a.shown} #{seen[a.shown]}", a))
+    return out
 
 
 def _ingest(

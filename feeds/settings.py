@@ -62,6 +62,8 @@ class Settings:
     stale_after: float = 3 * 86400.0  # a source unchanged this long is reported as stale
     max_items: int = 100
     links: LinkSettings = field(default_factory=LinkSettings)
+    arxiv: tuple[str, ...] = ()  # arXiv categories followed (sources: [{arxiv: [cs.CL]}])
+    arxiv_backfill: float = 7 * 86400.0  # a category's first harvest reads this far back
     alerts: tuple[AlertDestination, ...] = ()
     alerts_timeout: float = 30.0  # total time for one destination's message
 

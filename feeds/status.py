@@ -133,6 +133,7 @@ def _source(src: SourceState, config: Config) -> dict[str, Any]:
         "last_change": src.last_change.isoformat() if src.last_change else None,
         "failures": src.failures,
         "error": src.error,
+        "next_try": src.next_try.isoformat() if src.next_try else None,
         "stale": stale,
     }
 
@@ -168,7 +169,12 @@ def render_text(report: dict[str, Any]) -> str:
             lines.append(f"  {x['host']}: {x['url']}{code}")
             lines.append(f"      {x['note']}; checked {x['checked']}, next {x['due']}")
     for src in report["sources"]:
-        health = f"stale: {src['stale']}" if src["stale"] else f"ok, changed {src['last_change']}"
+        if src["stale"]:
+            health = f"stale: {src['stale']}"
+        else:
+            health = f"ok, last fetched {src['last_ok']}, new papers {src['last_change']}"
+        if src["next_try"]:
+            health += f"; next try {src['next_try']}"
         lines.append(f"source {src['url']}: {health}")
     last = report["last_run"]
     if last:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 # The fields of a paper that terms are looked for in (see feeds.fields).
-FIELDS = ("title", "summary", "authors", "institutions", "comments", "venue")
+FIELDS = ("title", "summary", "authors", "institutions", "comments", "venue", "categories")
 DEFAULT_FIELDS = ("title", "summary")
 
 

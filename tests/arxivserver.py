@@ -132,6 +132,10 @@ def feed_xml(
     return "\n".join([*head, *body, "</feed>", ""]).encode()
 
 
+# An answer with no entry: what a title lookup that finds nothing gets.
+EMPTY_ANSWER = feed_xml([], query="ti:nothing", start=0, max_results=5, total=0)
+
+
 def error_feed(message: str) -> bytes:
     """Return arXiv's answer to a query it cannot run: a feed with one error entry."""
     anchor = "_".join(message.split())

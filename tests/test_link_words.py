@@ -31,6 +31,7 @@ from feeds.pipeline import run
 from feeds.publish.render import content_html, item_html, render_feed, render_json_feed
 from feeds.publish.view import FeedView, Site, link_words, matched_text
 from feeds.status import gather, render_text
+from tests.arxivserver import EMPTY_ANSWER
 from tests.linkserver import LinkServer, json_reply, redirect, reply
 
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -329,15 +330,12 @@ class _Dns:
         monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
 
 
-EMPTY_ARXIV = b'<feed xmlns="http://www.w3.org/2005/Atom"><title>ArXiv Query</title></feed>'
-
-
 def test_a_network_that_is_down_is_said_once_and_tried_again_with_backoff(
     tmp_path: Path, site: LinkServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     port = site.port
     dns = _Dns(monkeypatch, site)
-    site.route("/api/query", reply(200, {"Content-Type": "application/atom+xml"}, EMPTY_ARXIV))
+    site.route("/api/query", reply(200, {"Content-Type": "application/atom+xml"}, EMPTY_ANSWER))
     site.route("/code/minedraft", reply(200))
     site.route("/page/minedraft", reply(200))
     config = _project(

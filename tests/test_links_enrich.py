@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
@@ -24,31 +25,50 @@ from feeds.links.enrich import (
 )
 from feeds.net import AddressPolicy, guarded_client
 from feeds.pipeline import run
+from tests.arxivserver import EMPTY_ANSWER
 
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
 TITLE = "MineDraft: A Framework for Batch Parallel Speculative Decoding"
 
 # The arXiv API answers in Atom (https://info.arxiv.org/help/api/user-manual.html).
 ARXIV_FEED = """<?xml version="1.0" encoding="UTF-8"?>
-<feed xmlns="http://www.w3.org/2005/Atom" xmlns:arxiv="http://arxiv.org/schemas/atom">
-  <title type="html">ArXiv Query</title>
+<feed xmlns="http://www.w3.org/2005/Atom">
+  <link href="http://arxiv.org/api/query" rel="self" type="application/atom+xml"/>
+  <title type="html">ArXiv Query: search_query=ti:MineDraft</title>
   <id>http://arxiv.org/api/query</id>
   <updated>2026-07-01T00:00:00-04:00</updated>
+  <opensearch:totalResults xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/">2</opensearch:totalResults>
+  <opensearch:startIndex xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/">0</opensearch:startIndex>
+  <opensearch:itemsPerPage xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/">5</opensearch:itemsPerPage>
   <entry>
     <id>http://arxiv.org/abs/2601.09999v1</id>
+    <updated>2026-05-01T00:00:00Z</updated>
+    <published>2026-05-01T00:00:00Z</published>
     <title>MineDraft: Something Else Entirely About Mining</title>
+    <summary>  Mining, not drafting.
+</summary>
+    <author><name>Someone Else</name></author>
+    <category term="cs.DB" scheme="http://arxiv.org/schemas/atom"/>
   </entry>
   <entry>
     <id>http://arxiv.org/abs/2601.01234v2</id>
     <updated>2026-06-01T00:00:00Z</updated>
+    <published>2026-05-20T00:00:00Z</published>
     <title>MineDraft: A Framework for Batch Parallel
       Speculative Decoding</title>
+    <summary>  Speculative decoding drafts tokens; MineDraft overlaps drafting and
+verification in parallel batches.
+</summary>
+    <author><name>Zhenwei Tang</name></author>
     <link href="http://arxiv.org/abs/2601.01234v2" rel="alternate" type="text/html"/>
     <link title="pdf" href="http://arxiv.org/pdf/2601.01234v2" rel="related"/>
+    <arxiv:primary_category xmlns:arxiv="http://arxiv.org/schemas/atom" term="cs.CL" scheme="http://arxiv.org/schemas/atom"/>
+    <category term="cs.CL" scheme="http://arxiv.org/schemas/atom"/>
+    <category term="cs.LG" scheme="http://arxiv.org/schemas/atom"/>
   </entry>
 </feed>
 """
-EMPTY_FEED = '<feed xmlns="http://www.w3.org/2005/Atom"><title>ArXiv Query</title></feed>'
+EMPTY_FEED = EMPTY_ANSWER.decode()
 
 
 class Server:
@@ -137,6 +157,11 @@ def test_parse_arxiv_reads_the_documented_atom_format() -> None:
     ]
     assert {link.kind for link in entries[1].links} == {"paper"}
     assert {link.source for link in entries[1].links} == {"arxiv"}
+    paper = entries[1].paper
+    assert paper is not None
+    assert paper.abstract is not None
+    assert paper.abstract.startswith("Speculative decoding drafts tokens; MineDraft overlaps")
+    assert paper.categories == ("cs.CL", "cs.LG")
     with pytest.raises(LookupFailed):
         parse_arxiv(b"<html>rate limited")
 
@@ -274,6 +299,18 @@ def test_a_run_finds_code_and_project_links_for_papers_without_one(
     assert by_url["https://github.com/example/MineDraft"]["note"] == "archived"
     assert by_url["https://arxiv.org/abs/2601.01234"]["source"] == "arxiv"
     assert feed["items"][0]["url"] == "https://arxiv.org/abs/2601.01234"  # the best link
+    # The lookup also kept arXiv's abstract, categories and id; the digest's fields stay.
+    db = sqlite3.connect(tmp_path / "state.sqlite3")
+    abstract, categories, arxiv_id, venue, summary_zh = db.execute(
+        "SELECT abstract, categories, arxiv_id, venue, summary FROM papers WHERE title = ?",
+        (TITLE,),
+    ).fetchone()
+    db.close()
+    assert abstract.startswith("Speculative decoding drafts tokens; MineDraft overlaps")
+    assert json.loads(categories) == ["cs.CL", "cs.LG"]
+    assert arxiv_id == "2601.01234"
+    assert venue == "ICML"
+    assert summary_zh == "推测解码。"
     html = (tmp_path / "public/papers").glob("*.html")
     assert any("via huggingface" in p.read_text("utf-8") for p in html)
 

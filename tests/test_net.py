@@ -49,12 +49,11 @@ from feeds.net import (
 )
 from feeds.net.client import Client, Response
 from feeds.sources import fetch
-from tests.arxivserver import ArxivServer
+from tests.arxivserver import EMPTY_ANSWER, ArxivServer
 from tests.linkserver import LinkServer, json_reply, redirect, reply
 
 PACKAGE = Path(__file__).resolve().parent.parent / "feeds"
 LOOPBACK = AddressPolicy.from_settings(["127.0.0.1"])
-EMPTY_ATOM = b'<feed xmlns="http://www.w3.org/2005/Atom"><title>ArXiv Query</title></feed>'
 
 
 @pytest.fixture
@@ -410,7 +409,7 @@ def test_every_kind_of_request_sends_the_one_user_agent(site: LinkServer, client
     site.route("/moved", redirect("/page"))
     site.route("/repos/o/r", json_reply(200, {"html_url": "https://github.com/o/r"}))
     site.route("/digest.txt", reply(200, body=b"a digest"))
-    site.route("/api/query", reply(200, body=EMPTY_ATOM))
+    site.route("/api/query", reply(200, body=EMPTY_ANSWER))
     checker = Checker(client, LOOPBACK, github_api=site.base, github_token="tok")
     assert checker.check(site.url("/moved")).status == "redirected"
     assert checker.check("https://github.com/o/r").status == "ok"

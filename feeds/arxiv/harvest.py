@@ -267,6 +267,9 @@ class ArxivPaper:
             comments=self.comments,
             journal_ref=self.journal_ref,
             venue=self.venue,
+            abstract=self.abstract,
+            categories=self.categories,
+            arxiv_id=self.arxiv_id,
         )
 
 

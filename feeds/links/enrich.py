@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
-from xml.etree import ElementTree as ET
 
 from feeds.errors import FeedsError
 from feeds.links.extract import classify, normalize_url
@@ -32,12 +31,11 @@ from feeds.net import (
 from feeds.text import title_key
 
 if TYPE_CHECKING:
+    from feeds.arxiv.harvest import ArxivPaper
     from feeds.net.client import Client, Response
 
-ATOM = "{http://www.w3.org/2005/Atom}"
 MAX_RESPONSE = 2 * 1024 * 1024  # an API answer larger than this is refused
 TITLE_SIMILARITY = 0.97  # near-exact: punctuation and case aside, the same title
-_ARXIV_ID = re.compile(r"arxiv\.org/abs/([^/?#]+?)(?:v\d+)?$")
 
 
 class LookupFailed(FeedsError):
@@ -65,6 +63,7 @@ class Found:
     title: str
     arxiv_id: str | None = None
     links: tuple[Link, ...] = ()
+    paper: ArxivPaper | None = None  # arXiv's entry as a paper: its abstract, categories
 
 
 def same_title(a: str, b: str) -> bool:
@@ -74,24 +73,19 @@ def same_title(a: str, b: str) -> bool:
 
 
 def parse_arxiv(content: bytes) -> list[Found]:
-    """Return the entries of an arXiv API (Atom) answer."""
+    """Return the entries of an arXiv API answer, each with all a harvest would take of it
+    (feeds.arxiv reads the Atom: one reader of arXiv's answers)."""
+    from feeds.arxiv.atom import ArxivError, parse
+    from feeds.arxiv.harvest import to_paper
+
     try:
-        root = ET.fromstring(content)
-    except ET.ParseError as e:
-        raise LookupFailed(f"arXiv answer is not XML: {e}") from e
+        page = parse(content)
+    except ArxivError as e:
+        raise LookupFailed(f"arXiv's answer was not understood: {e.message}") from e
     found = []
-    for entry in root.iter(f"{ATOM}entry"):
-        title = " ".join((entry.findtext(f"{ATOM}title") or "").split())
-        abs_url = (entry.findtext(f"{ATOM}id") or "").strip()
-        m = _ARXIV_ID.search(abs_url)
-        if not title or not m:
-            continue
-        arxiv_id = m.group(1)
-        links = (
-            Link(f"https://arxiv.org/abs/{arxiv_id}", "paper", "arxiv"),
-            Link(f"https://arxiv.org/pdf/{arxiv_id}", "paper", "arxiv"),
-        )
-        found.append(Found("arxiv", title, arxiv_id, links))
+    for entry in page.entries:
+        paper = to_paper(entry)
+        found.append(Found("arxiv", entry.title, entry.arxiv_id, paper.links, paper))
     return found
 
 

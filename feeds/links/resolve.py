@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -191,6 +191,13 @@ def _look_up(
             return _Looked(looked_up, found, looked_up > 1 or e.answered, e, paper.paper_id)
         links = [*(arxiv.links if arxiv else ()), *(hf.links if hf else ())]
         with store.transaction():
+            if arxiv is not None and arxiv.paper is not None:
+                # The abstract, categories and arXiv id join what the digest gave (merged
+                # as a later digest would be: nothing of the digest's is replaced).
+                found_on_arxiv = replace(
+                    arxiv.paper.as_paper(), paper_id=paper.paper_id, title=paper.title
+                )
+                store.put_papers([(0, found_on_arxiv)], "arxiv:lookup", now)
             added = store.add_links(paper.paper_id, links)
             has_code = any(link.kind == "code" for link in links)
             due = None if has_code else now + LOOKUP_AGAIN
