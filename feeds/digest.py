@@ -12,7 +12,6 @@ from feeds.text import clean_xml, has_cjk, is_xml_clean, paper_id
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # str.splitlines also splits on \f, \x1c, \u2028...
 _LATIN = re.compile(r"[A-Za-z]")
 _AUTHOR_SPLIT = re.compile(r"\s*(?:[,，;；、]|\s+and\s+)\s*")
-_INSTITUTION_DEBRIS = re.compile(r"\s*纠错\s*$")
 _TITLE_PUNCT = re.compile(r"[:?!]|\s[-–—]\s")
 _NAME_PARTICLES = {"de", "van", "von", "der", "da", "del", "di", "le", "la", "bin", "al"}
 _PAREN_ZH = re.compile(r"^(?P<name>.*?)\s*（(?P<zh>[^（）]*)）?$")
@@ -457,13 +456,7 @@ def split_authors(text: str) -> tuple[str, ...]:
 
 def split_institutions(text: str) -> tuple[Institution, ...]:
     """Return the institutions of a `机构` line: `A（甲） ； B（乙） 纠错`."""
-    text = _INSTITUTION_DEBRIS.sub("", text)
-    result: list[Institution] = []
-    for raw in text.split("；"):
-        entry = raw.strip()
-        if entry:
-            result.append(_institution(entry))
-    return tuple(result)
+    return _institutions(text.rstrip(), {})
 
 
 def _institution(entry: str) -> Institution:

@@ -8,7 +8,6 @@ from typing import Literal, NamedTuple
 
 LinkKind = Literal["code", "project", "paper", "video", "venue", "other"]
 LinkStatus = Literal["ok", "redirected", "dead", "error", "blocked", "unchecked"]
-LINK_KINDS: tuple[LinkKind, ...] = ("code", "project", "paper", "video", "venue", "other")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from feeds.errors import FeedsError
+from feeds.links.policy import backoff
 from feeds.model import SourceState
 from feeds.net import (
     AddressPolicy,
@@ -108,7 +109,7 @@ def _get(
 
 def after_failure(state: SourceState, now: datetime, error: str) -> SourceState:
     """Return the state after a failed fetch: back off 5 min, 10 min ... at most 6 h."""
-    wait = min(RETRY_FIRST * 2**state.failures, RETRY_MAX)
+    wait = backoff(state.failures, first=RETRY_FIRST, longest=RETRY_MAX)
     return SourceState(
         state.url, state.etag, state.last_modified, state.last_ok, state.last_change,
         state.failures + 1, now + wait, error,

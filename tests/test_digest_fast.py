@@ -360,8 +360,26 @@ def test_institutions_split_like_split_institutions(
     if value:
         known: dict[str, Institution] = {}
         once = _institutions(value, known)
-        assert once == split_institutions(value)
-        assert _institutions(value, known) == once
+        assert once == split_institutions(value) == institutions_by_definition(value)
+        assert _institutions(value, known) == once  # the cache changes nothing
+
+
+def institutions_by_definition(line: str) -> tuple[Institution, ...]:
+    """A `机构` line's institutions as the format says: the page's trailing `纠错` dropped,
+    entries split on `；`, each `Name（中文名）` (the closing bracket may be cut off)."""
+    text = line.rstrip()
+    text = text[: -len("纠错")].rstrip() if text.endswith("纠错") else text
+    out = []
+    for raw in text.split("；"):
+        entry = raw.strip()
+        m = re.match(r"^(?P<name>.*?)\s*（(?P<zh>[^（）]*)）?$", entry)
+        if not entry:
+            continue
+        if m and m.group("name"):
+            out.append(Institution(m.group("name"), m.group("zh").strip() or None))
+        else:
+            out.append(Institution(entry))
+    return tuple(out)
 
 
 def test_a_title_of_printable_characters_and_single_spaces_needs_no_white_space_folding() -> None:

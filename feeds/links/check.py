@@ -18,6 +18,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from feeds.links.extract import GITHUB_RESERVED
 from feeds.model import LinkStatus
 from feeds.net import (
     AddressPolicy,
@@ -188,7 +189,7 @@ class Checker:
         if parts.hostname not in ("github.com", "www.github.com"):
             return None
         m = _GITHUB_REPO.match(parts.path)
-        if not m or m.group(1) in ("orgs", "topics", "features", "sponsors", "settings"):
+        if not m or m.group(1) in GITHUB_RESERVED:
             return None
         return m.group(1), m.group(2).removesuffix(".git")
 

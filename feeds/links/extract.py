@@ -59,7 +59,7 @@ _CODE_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org")
 _TRACKING_PARAMS = frozenset({"fbclid", "gclid", "msclkid", "mc_cid", "mc_eid"})
 
 # First path segments that are GitHub's or Hugging Face's own pages, not an owner's.
-_GITHUB_RESERVED = frozenset(
+GITHUB_RESERVED = frozenset(
     {"about", "collections", "enterprise", "explore", "features", "login", "marketplace"}
     | {"orgs", "pricing", "settings", "site", "sponsors", "topics", "trending"}
 )
@@ -209,9 +209,7 @@ def classify(url: str, context: str = "") -> LinkKind:
     if parts.path.lower().endswith(".pdf"):
         return "paper"
     if host in ("github.com", "gist.github.com"):
-        if host == "gist.github.com" or (
-            len(segments) >= 2 and segments[0] not in _GITHUB_RESERVED
-        ):
+        if host == "gist.github.com" or (len(segments) >= 2 and segments[0] not in GITHUB_RESERVED):
             return "code"
         return "other"
     if _on_code_host(host):

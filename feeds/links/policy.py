@@ -25,13 +25,18 @@ NETWORK_MAX_RETRY = timedelta(hours=4)
 
 
 def backoff(
-    failures: int, retry_after: float | None = None, longest: timedelta = MAX_RETRY
+    failures: int,
+    retry_after: float | None = None,
+    longest: timedelta = MAX_RETRY,
+    first: timedelta = FIRST_RETRY,
 ) -> timedelta:
     """Return how long to wait after a failure that follows `failures` others in a row:
-    1 h, 2 h, 4 h ... at most `longest` (2 days), or as long as the server asked.
+    `first` (1 h), twice that, four times ... at most `longest` (2 days), or as long as the
+    server asked.
 
-    The one backoff of paperfeeds: link checks, lookups and the network as a whole."""
-    wait = min(FIRST_RETRY * (1 << min(failures, 16)), longest)  # 2**16 h > any `longest`
+    The one backoff of paperfeeds: link checks, lookups, the network as a whole, remote
+    sources, arXiv harvests and alert destinations."""
+    wait = min(first * (1 << min(failures, 16)), longest)  # 2**16 firsts > any `longest`
     if retry_after:
         wait = max(wait, timedelta(seconds=retry_after))
     return wait

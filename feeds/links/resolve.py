@@ -37,7 +37,6 @@ class LinkReport:
     statuses: dict[str, int] = field(default_factory=dict)
     looked_up: int = 0
     found: int = 0  # new links from lookups
-    network_down: bool = False  # no network: nothing answered (now, or when last tried)
     problems: tuple[str, ...] = ()
 
 
@@ -65,7 +64,7 @@ def resolve_links(
     """
     network = Outage.from_text(store.meta(NETWORK_KEY))
     if not network.due(now):
-        return LinkReport(network_down=True)
+        return LinkReport()
     lookups = Outage.from_text(store.meta(LOOKUPS_KEY))
     policy = AddressPolicy.from_settings(settings.allow_hosts)
     client = guarded_client(
@@ -128,7 +127,7 @@ def resolve_links(
         problems.append(f"lookups {say_outage(now_lookups)}")
     return LinkReport(
         checked=len(results), changed=changed, statuses=statuses, looked_up=looked.looked_up,
-        found=looked.found, network_down=now_network.down, problems=tuple(problems),
+        found=looked.found, problems=tuple(problems),
     )  # fmt: skip
 
 
