@@ -28,6 +28,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
 
+from feeds.errors import FeedsError
+
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
@@ -92,7 +94,7 @@ def _start(state: Path, job: Job[P, R]) -> Helper[P, R] | None:
         return None
 
 
-class HelperGone(Exception):
+class HelperGone(FeedsError):
     """The helper process ended before answering (not an error of a part)."""
 
 

@@ -26,12 +26,12 @@ _STANDARD_TAGS = {
 MAX_DEPTH = 20
 
 
-class _TooDeep(Exception):
-    """A list or mapping nested deeper than MAX_DEPTH, where it starts."""
+class _TooDeep(ConfigError):
+    """A list or mapping nested deeper than MAX_DEPTH, where it starts (raised inside the
+    loader, which knows no file name; said with it by _too_deep)."""
 
     def __init__(self, line: int) -> None:
-        super().__init__(line)
-        self.line = line
+        super().__init__("nested too deep", line=line)
 
 
 def _too_deep(where: str, line: int) -> ConfigError:
@@ -121,7 +121,7 @@ def _compose(text: str, where: str, loader: type[yaml.SafeLoader]) -> yaml.Node 
                 )
         root = yaml.compose(text, Loader=loader)
     except _TooDeep as e:
-        raise _too_deep(where, e.line) from e
+        raise _too_deep(where, e.line or 0) from e
     except yaml.MarkedYAMLError as e:
         problem = e.problem_mark or e.context_mark
         line = int(problem.line) + 1 if problem is not None else None
