@@ -175,12 +175,12 @@ def _cycle(
     s = config.settings
     began = time.monotonic()
     now = clock()  # the cycle's time: when its papers arrived and its links were checked
-    last = store.last_run()
-    if last is not None and now <= last.started:
+    last = store.last_started()
+    if last is not None and now <= last:
         # Each cycle's time is later than the one before (two runs within one second, or a
         # clock set back): what entered after a time is what a later cycle added, which
         # alerts count on ("sent everything that entered up to T").
-        now = last.started + timedelta(seconds=1)
+        now = last + timedelta(seconds=1)
     run_id = store.start_run(now)
     problems: list[Diagnostic] = []
     counts = {"digests": 0, "known": 0, "new": 0, "changed": 0, "links": 0}
@@ -380,13 +380,17 @@ def _match(
 ) -> dict[str, int]:
     """Update topic memberships as membership.plan and membership.Changes decide; return
     how many papers entered each topic."""
+    prints = {t.id: t.fingerprint for t in config.topics}
+    known = store.topic_fingerprints()
+    waiting = store.has_unmatched()
+    new_matches = dict.fromkeys(prints, 0)
+    if known == prints and not waiting:  # the common no-op: nothing to decide or load
+        return new_matches
     from feeds.matching import Matching, matched
     from feeds.membership import Changes, plan
 
     criteria = {t.id: t.criteria for t in config.topics}
-    prints = {t.id: t.fingerprint for t in config.topics}
-    todo = plan(prints, store.topic_fingerprints(), papers_waiting=store.has_unmatched())
-    new_matches = dict.fromkeys(criteria, 0)
+    todo = plan(prints, known, papers_waiting=waiting)
     with store.transaction(), store.bulk_members():
         for topic_id in todo.drop:
             store.drop_topic(topic_id)

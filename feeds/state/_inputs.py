@@ -127,6 +127,11 @@ class InputsMixin(StoreBase):
             (ts(now), json.dumps(summary, ensure_ascii=False, sort_keys=True), run_id),
         )
 
+    def last_started(self) -> datetime | None:
+        """Return when the last run started (read on every run: no record is made)."""
+        row = self.db.execute("SELECT started FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        return None if row is None else parse_ts(row[0])
+
     def last_run(self) -> LastRun | None:
         from feeds.state.records import LastRun
 
