@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from types import TracebackType
-from typing import Self
 from urllib.parse import urljoin
 
 import httpx
 
 from feeds.net import USER_AGENT
+from feeds.net.closing import Closing
 from feeds.net.errors import (
     ConnectionFailed,
     InvalidURL,
@@ -46,7 +45,7 @@ def _wrapped(url: str) -> Iterator[None]:
         raise InvalidURL(str(e), url=url, kind=type(e).__name__) from e
 
 
-class Response:
+class Response(Closing):
     """An answer: status and headers at once, the body read on demand. Close it (or use it
     as a context manager) when done."""
 
@@ -88,17 +87,6 @@ class Response:
         with _wrapped(self.url):
             self._answer.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
 
 def _refuse_unfetchable_redirect(response: httpx.Response) -> None:
     """Raise RedirectRefused for a redirect to anything but an http(s) URL with a host.
@@ -115,7 +103,7 @@ def _refuse_unfetchable_redirect(response: httpx.Response) -> None:
             raise RedirectRefused(response.status_code, problem)
 
 
-class Client:
+class Client(Closing):
     """Sends requests that connect only where the policy allows, never via a proxy, with
     paperfeeds' User-Agent; follows no redirect (see redirects.follow). Thread-safe."""
 
@@ -139,14 +127,3 @@ class Client:
     def close(self) -> None:
         with _wrapped(""):
             self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container
 from dataclasses import dataclass
-from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Self
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urljoin
 
+from feeds.net.closing import Closing
 from feeds.net.errors import InvalidURL
 from feeds.net.policy import AddressPolicy
 
@@ -25,7 +25,7 @@ Stop = Literal["answered", "loop", "refused", "too many"]
 
 
 @dataclass(frozen=True)
-class Chain:
+class Chain(Closing):
     """Where a URL led: the answers in order, one per URL asked, and why it ended there.
 
     `answered`: the last answer is no redirect (or one without a Location): the end.
@@ -51,17 +51,6 @@ class Chain:
     def close(self) -> None:
         if self.answers:
             self.answers[-1].close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def follow(
