@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,41 @@ DATA = Path(__file__).resolve().parent / "data"
 # of the CLI tests inherit it), removed when the test session ends.
 os.environ["XDG_CACHE_HOME"] = _CACHE = tempfile.mkdtemp(prefix="paperfeeds-test-cache-")
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+
+# The suite publishes as on a machine without Pagefind (its binary "is" /dev/null, which
+# does not run): no search index is built, and the site says search is not available. The
+# tests of search itself (test_search.py, test_browser.py) point it back, with
+# `pagefind_env` below: Pagefind's Chinese dictionary alone costs a publish ~0.2 s.
+PAGEFIND_BINARY_PATH = os.environ.get("PAGEFIND_BINARY_PATH")
+os.environ["PAGEFIND_BINARY_PATH"] = os.devnull
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "browser: drives Debian's chromium through Playwright; skipped with the reason where"
+        " either is missing (set PAPERFEEDS_BROWSER_TESTS=required to fail instead)",
+    )
+
+
+def pagefind_env() -> dict[str, str]:
+    """Return the environment with Pagefind found as it would be outside the tests."""
+    env = dict(os.environ)
+    if PAGEFIND_BINARY_PATH is None:
+        env.pop("PAGEFIND_BINARY_PATH", None)
+    else:
+        env["PAGEFIND_BINARY_PATH"] = PAGEFIND_BINARY_PATH
+    return env
+
+
+@pytest.fixture
+def with_pagefind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Publish with Pagefind (in this process and the commands it starts)."""
+    if PAGEFIND_BINARY_PATH is None:
+        monkeypatch.delenv("PAGEFIND_BINARY_PATH", raising=False)
+    else:
+        monkeypatch.setenv("PAGEFIND_BINARY_PATH", PAGEFIND_BINARY_PATH)
+
 
 _real_getaddrinfo = socket.getaddrinfo
 
@@ -183,3 +219,18 @@ def slow_feeds(folder: Path, delay: float, *, helped: bool = False) -> Path:
     script = folder / "slow_feeds.py"
     script.write_text(_SLOW_FEEDS.format(delay=delay, helped=helped))
     return script
+
+
+@pytest.fixture
+def connects(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Record every address a socket is opened to (the guarded backend connects with
+    socket.create_connection): tests assert what was never connected to."""
+    calls: list[tuple[str, int]] = []
+    real = socket.create_connection
+
+    def recording(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
+        calls.append(address)
+        return real(address, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "create_connection", recording)
+    return calls

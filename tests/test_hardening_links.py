@@ -61,20 +61,6 @@ def site() -> Iterator[LinkServer]:
 
 
 @pytest.fixture
-def connects(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
-    """Record every address the guarded backend opens a socket to."""
-    calls: list[tuple[str, int]] = []
-    real = socket.create_connection
-
-    def recording(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
-        calls.append(address)
-        return real(address, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "create_connection", recording)
-    return calls
-
-
-@pytest.fixture
 def clients() -> Iterator[list[Client]]:
     """Guarded clients made by a test, closed after it."""
     made: list[Client] = []

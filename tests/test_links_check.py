@@ -74,20 +74,6 @@ def make_checker() -> Iterator[MakeChecker]:
         client.close()
 
 
-@pytest.fixture
-def connects(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
-    """Record every address the guard's backend opens a socket to."""
-    calls: list[tuple[str, int]] = []
-    real = socket.create_connection
-
-    def recording(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
-        calls.append(address)
-        return real(address, *args, **kwargs)
-
-    monkeypatch.setattr(guard.socket, "create_connection", recording)
-    return calls
-
-
 def fake_dns(
     monkeypatch: pytest.MonkeyPatch, answers: dict[str, str | list[str] | None]
 ) -> list[str]:

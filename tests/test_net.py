@@ -80,20 +80,6 @@ def client() -> Iterator[Client]:
         yield c
 
 
-@pytest.fixture
-def connects(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
-    """Record every address the guarded backend opens a socket to."""
-    calls: list[tuple[str, int]] = []
-    real = socket.create_connection
-
-    def recording(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
-        calls.append(address)
-        return real(address, *args, **kwargs)
-
-    monkeypatch.setattr(guard.socket, "create_connection", recording)
-    return calls
-
-
 def get(client: Client) -> Callable[[str], Response]:
     """Return how `follow` asks a URL: a plain GET."""
     return lambda url: client.open("GET", url)
