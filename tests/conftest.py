@@ -32,7 +32,11 @@ atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 # does not run): no search index is built, and the site says search is not available. The
 # tests of search itself (test_search.py, test_browser.py) point it back, with
 # `pagefind_env` below: Pagefind's Chinese dictionary alone costs a publish ~0.2 s.
-PAGEFIND_BINARY_PATH = os.environ.get("PAGEFIND_BINARY_PATH")
+# What it was before the tests, kept in the environment: pytest -n's workers inherit the
+# controller's environment, where it is /dev/null already.
+_REAL = "PAPERFEEDS_TESTS_REAL_PAGEFIND_BINARY_PATH"
+os.environ.setdefault(_REAL, os.environ.get("PAGEFIND_BINARY_PATH", ""))
+PAGEFIND_BINARY_PATH = os.environ[_REAL] or None
 os.environ["PAGEFIND_BINARY_PATH"] = os.devnull
 
 

@@ -15,7 +15,7 @@ import pytest
 from feeds.digest import parse
 from feeds.model import Hit, Item, Link
 from feeds.pipeline import run
-from feeds.publish import render
+from feeds.publish import pages, render
 from feeds.publish.view import FeedView, Site
 from feeds.state.records import ListRow
 from tests.conftest import project_config
@@ -110,9 +110,9 @@ def _rows(items: list[Item]) -> list[ListRow]:
     ]  # fmt: skip
 
 
-def _page(rows: list, links: dict[str, tuple[Link, ...]]) -> str:  # type: ignore[type-arg]
+def _page(rows: list, links: dict[str, tuple[Link, ...]], details=None) -> str:  # type: ignore[type-arg]
     view = _view([])
-    return b"".join(render.render_topic(SITE, view, rows, links)).decode()
+    return b"".join(pages.render_topic(SITE, view, rows, links, details=details)).decode()
 
 
 def test_front_page_rows_reused_equal_full_renders() -> None:
@@ -120,17 +120,20 @@ def test_front_page_rows_reused_equal_full_renders() -> None:
     tricky = replace(items[0].paper, title='A <b>bold</b> & "quoted" title')
     items[0] = replace(items[0], paper=tricky)
     links = {i.paper.paper_id: i.links for i in items}
+    papers = {i.paper.paper_id: i.paper for i in items}
+    details = {k: pages.details_html(p.authors, p.summary, p.abstract) for k, p in papers.items()}
     rows = _rows(items)
-    written = _page(rows, links)
-    old = render.reading_rows(written)
+    written = _page(rows, links, details)
+    old = pages.reading_rows(written)
     assert len(old) == len(rows)  # every row found again, none invented
+    assert all("AI summary: " in row for pid, row in old.items() if papers[pid].summary)
     rng = random.Random(3)
     for _ in range(10):
         mixed = [old[r[0]] if rng.random() < 0.7 else r for r in rows]
         rng.shuffle(mixed)
         plain = [r if isinstance(r, tuple) else next(x for x in rows if old[x[0]] == r)
                  for r in mixed]  # fmt: skip
-        assert _page(mixed, links) == _page(plain, links)
+        assert _page(mixed, links, details) == _page(plain, links, details)
 
 
 def test_incremental_runs_publish_what_a_fresh_publish_writes(tmp_path: Path) -> None:

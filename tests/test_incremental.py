@@ -79,7 +79,7 @@ def test_a_new_digest_rewrites_only_the_feeds_of_topics_that_gained_items(projec
     assert len(new_pages) == 2
     assert all(name.startswith("papers/") for name in new_pages)
     feeds = {f"feeds/{t}.{x}" for t in [*gained, "all"] for x in ("rss.xml", "atom.xml", "json")}
-    pages = {f"topics/{t}.html" for t in gained}
+    pages = {f"topics/{t}.html" for t in [*gained, "all"]}  # and the all-papers list
     assert _rewritten(before, after) == feeds | pages | new_pages | {"index.html"}
     assert summary.files.written == len(feeds | pages | new_pages | {"index.html"})
 
@@ -185,7 +185,9 @@ def test_the_front_page_links_every_archive_part_newest_first(project: Path) -> 
     public = project / "public"
     run(_paged_config(project), now=lambda: T0)
     page = (public / "topics" / "icml-2026.html").read_text("utf-8")
-    nav = re.search(r'<nav class="sub">Older papers: (.*)</nav>', page)
+    nav = re.search(
+        r'<nav class="parts" aria-label="Older papers"><h2>Older papers</h2>(.*)</nav>', page
+    )
     assert nav is not None
     parts = sorted(int(p.stem) for p in (public / "topics" / "icml-2026").glob("*.html"))
     assert parts == list(range(1, 30))  # 60 papers, two a page: 29 parts + the front page

@@ -1,8 +1,10 @@
 """Publish: render what changed since the last publish, from the state, into public/.
 
 A run marks in the state what it changed (papers, topics); this renders those papers'
-pages and those topics' feeds and pages, plus the index and OPML, and nothing else. When
-the site settings change or public/ is missing, everything is rendered again.
+pages and those topics' feeds and pages (`all`'s: every paper), plus the index, the OPML
+and the search page, then brings the search index up to date for the papers that changed
+(see search.py), and nothing else. When the site settings change or public/ is missing,
+everything is rendered again.
 """
 
 from __future__ import annotations
@@ -10,12 +12,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from feeds import __version__
 from feeds.config import Config
-from feeds.publish.paths import ALL, topic_files
+from feeds.publish.paths import ALL, SEARCH_PAGE, topic_files
 from feeds.publish.write import Writer, WriteStats, cannot_write, sweep
 from feeds.state import Store
 
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
 
 # Bumped whenever what the renderers write changes: the next publish writes everything
 # again (and reuses no feed entry written the old way).
-RENDER_FORMAT = 3
+RENDER_FORMAT = 4
 
 
 # What shapes the published files, as text compared on every run (not a hash: hashlib's
@@ -90,9 +93,9 @@ def _publish(
     # first run over a big inbox, names every paper: not worth holding).
     dirty = store.dirty() if not full else {k: set() for k in store.DIRTY_KINDS}
     if not full and store.meta("lists") != _lists_key(config):
-        every = {ALL, *(t.id for t in config.topics)}
-        dirty["topic"] |= every
-        dirty["archive"] |= every  # paged anew
+        topics = {t.id for t in config.topics}
+        dirty["topic"] |= topics | {ALL}  # the feeds' length
+        dirty["archive"] |= topics  # paged anew (the all-papers list has its own page size)
     if not full:
         # Feeds and reading lists deleted or emptied behind our back (`rm -rf public/feeds`)
         # are written again: a few files a topic, one stat each. Paper pages and anything
@@ -100,9 +103,11 @@ def _publish(
         ids = [ALL, *(t.id for t in config.topics)]
         lost = [t for t in ids if not all(_present(public / f) for f in topic_files(t))]
         dirty["topic"].update(lost)
-        if not _present(public / "feeds.opml"):
-            dirty["topic"].add(ALL)  # the OPML is written whenever anything is
-    if not full and not any(dirty.values()):
+        if not (_present(public / "feeds.opml") and _present(public / SEARCH_PAGE)):
+            dirty["topic"].add(ALL)  # these are written whenever anything is
+    # A search index that could not be updated is compared with the state whole next time.
+    recheck = store.meta("search") == "recheck"
+    if not full and not recheck and not any(dirty.values()):
         # Temp files exist only if a publish died: otherwise there is nothing to look at.
         return WriteStats(0, 0, sweep(public, lambda _rel: True, papers=True) if died else 0)
     with store.transaction():
@@ -111,6 +116,7 @@ def _publish(
     # Only when something is written: jinja2 and feedgen above all, but every module
     # counts when a run with nothing to do should take a blink.
     from feeds.helper import shared
+    from feeds.publish import pages as html
     from feeds.publish import render
     from feeds.publish.parts import (
         CHANGED_LOOKUPS,
@@ -172,13 +178,14 @@ def _publish(
             helped[0] += written
             helped[1] += unchanged
         out.write(public / "feeds.opml", render.render_opml(site, [all_feed, *views]))
-        out.write(public / "index.html", render.render_index(site, views, all_feed))
+        out.write(public / "index.html", html.render_index(site, views, all_feed))
+        out.write(public / SEARCH_PAGE, html.render_search(site))
 
     if died:  # only a publish that was killed leaves temp files (see _replace)
         removed += sweep(public, lambda _rel: True, papers=True)
     if full:  # whatever is not a current topic's goes (papers are never removed)
-        ok = {topic_path(t) for t in wanted} | {feed_path(t, f) for t in wanted | {ALL}
-                                                for f in FORMATS}  # fmt: skip
+        ok = {topic_path(t) for t in wanted | {ALL}} | {feed_path(t, f) for t in wanted | {ALL}
+                                                        for f in FORMATS}  # fmt: skip
         removed += sweep(public, lambda rel: rel.startswith("papers/") or rel in ok, papers=True)
     else:
         for gone in dirty["dropped"] - wanted:
@@ -190,12 +197,42 @@ def _publish(
                 import shutil  # rare: not imported by every run
 
                 shutil.rmtree(public / "topics" / gone)
+    searched = _search(config, store, full or recheck, dirty["paper"], progress)
     written = out.written + helped[0]
-    if written or removed:
+    if written or removed or searched.shards or searched.topics:
         os.sync()  # one sync for the whole run instead of an fsync per file
     with store.transaction():  # only now: a publish that died is done again next time
         store.clear_dirty()
         store.set_meta("site", _site_key(config))
         store.set_meta("lists", _lists_key(config))
         store.set_meta("publishing", "0")
-    return WriteStats(written, out.unchanged + helped[1], removed)
+        if (store.meta("search") == "recheck") != bool(searched.failed):
+            store.set_meta("search", "recheck" if searched.failed else "ok")
+    return WriteStats(written, out.unchanged + helped[1], removed, searched.note)
+
+
+def _search(
+    config: Config, store: Store, whole: bool, changed: set[str], progress: Callable[[str], None]
+) -> Searched:
+    """Bring the search index up to date with the papers that changed (all, when `whole`);
+    return what to tell. Search never fails a publish: what went wrong is said, and the
+    next publish compares the whole index with the state."""
+    from feeds.publish.search import SearchError, update_search
+    from feeds.publish.view import topic_path
+
+    topics = [(topic_path(ALL), "All papers", "Every paper, newest first")]
+    topics += [(topic_path(t.id), t.title, t.description or "") for t in config.topics]
+    try:
+        done = update_search(Path(config.settings.public_dir), store, topics,
+                             None if whole else changed, progress)  # fmt: skip
+    except (SearchError, OSError) as e:
+        return Searched(note=f"the search index was not updated: {e}", failed=True)
+    return Searched(done.shards, done.topics, done.note)
+
+
+@dataclass(frozen=True)
+class Searched:
+    shards: int = 0
+    topics: bool = False
+    note: str = ""
+    failed: bool = False

@@ -38,7 +38,7 @@ class Plan:
     created: datetime  # the state's: a feed with no items is as old as that
     counts: dict[str, int]  # members by topic
     titles: dict[str, str]  # of the current topics, by id: paper pages list them
-    page_size: int
+    page_size: int  # of a topic's reading list (the all-papers list has its own)
 
 
 @dataclass(frozen=True)
@@ -177,9 +177,9 @@ def _topic(plan: Plan, store: Store, out: Writer, light: FeedView) -> int:
         else:
             data = render.render_feed(plan.site, view, fmt, reuse)
         out.write(path, data)
-    if view.id == ALL:
-        return 0
     every = plan.full or view.id in plan.dirty["archive"]
+    if view.id == ALL:
+        return _all_papers(plan, store, view, every, out)
     return _reading_list(plan, store, view, every, out)
 
 
@@ -194,9 +194,10 @@ def _blocks(path: Path, fmt: str) -> dict[str, bytes]:
     return entry_blocks(fmt, document)
 
 
-def _reusable_rows(path: Path, dirty_papers: set[str]) -> dict[str, str]:
-    """Return the rows of a topic's front page, by paper id, but those of changed papers."""
-    from feeds.publish.render import reading_rows
+def reusable_rows(path: Path, dirty_papers: set[str]) -> dict[str, str]:
+    """Return the rows of a reading list's front page, by paper id, but those of changed
+    papers."""
+    from feeds.publish.pages import reading_rows
 
     try:
         document = path.read_text(encoding="utf-8")
@@ -210,23 +211,25 @@ def _reading_list(plan: Plan, store: Store, view: FeedView, every: bool, out: Wr
     (all when `every`; else new ones, the one before them, and those holding a changed
     paper).
     Return how many archive pages were removed (the list got shorter)."""
-    from feeds.publish import render
+    from feeds.publish.pages import render_topic, stored_details
     from feeds.publish.view import archive_path, pages, topic_path
 
     public, size, dirty_papers = plan.public, plan.page_size, plan.dirty["paper"]
     front, archives = pages(view.count, size)
 
     def page_of(rows: Sequence[ListRow | str], k: int = 0) -> bytes:
-        # Links only for the rows to render (at most `size` papers).
-        links = store.links_of(row[0] for row in rows if not isinstance(row, str))
-        return b"".join(
-            render.render_topic(plan.site, view, rows, links, archives=archives, page=k)
-        )
+        # Links, authors and summaries only for the rows to render (at most `size`).
+        ids = [row[0] for row in rows if not isinstance(row, str)]
+        links = store.links_of(ids)
+        details = {pid: stored_details(*texts) for pid, texts in store.row_texts(ids).items()}
+        pieces = render_topic(plan.site, view, rows, links, archives=archives, page=k,
+                              details=details)  # fmt: skip
+        return b"".join(pieces)
 
     # The front page's rows of papers that did not change are taken from the page written
     # last time: a new paper in a big topic renders one row, not the page's five hundred.
     path = public / topic_path(view.id)
-    old = {} if every else _reusable_rows(path, dirty_papers)
+    old = {} if every else reusable_rows(path, dirty_papers)
     front_rows: list[ListRow | str]
     if old:
         front_ids = store.topic_ids(view.id, front)
@@ -265,20 +268,69 @@ def _reading_list(plan: Plan, store: Store, view: FeedView, every: bool, out: Wr
         for k in sorted(stale):
             page = page_of(store.topic_rows(view.id, size, (k - 1) * size, view.count), k)
             out.write(public / archive_path(view.id, k), page)
+    return remove_parts_after(folder, there, archives)
+
+
+def remove_parts_after(folder: Path, there: set[str], archives: int) -> int:
+    """Remove the archive parts in `folder` (named in `there`) past the last, `archives`:
+    the list got shorter. Return how many were removed."""
     removed = 0
-    for name in there:  # parts past the last: the list got shorter
+    for name in there:
         if name.endswith(".html") and name[:-5].isdigit() and int(name[:-5]) > archives:
             (folder / name).unlink(missing_ok=True)
             removed += 1
     return removed
 
 
+def _all_papers(plan: Plan, store: Store, view: FeedView, every: bool, out: Writer) -> int:
+    """Write the all-papers reading list: a front page and archive parts like a topic's,
+    cut by arrival order (seq) every ALL_PAGE_SIZE papers, so that a part never changes
+    when papers arrive. Written again: the front page, new parts and the one before them,
+    and (unless `every`) the parts holding a changed paper. Return the parts removed."""
+    from feeds.publish.pages import details_html, render_topic
+    from feeds.publish.paths import ALL_PAGE_SIZE
+    from feeds.publish.view import archive_path, pages, topic_path
+    from feeds.state.records import ListRow
+
+    size = ALL_PAGE_SIZE
+    _front, archives = pages(view.count, size)
+
+    def page_of(first: int, end: int, k: int = 0) -> bytes:
+        # Papers of seqs [first, end), newest first (digest order among equals: the sort
+        # is stable, and they come in arrival order).
+        got = sorted(store.paper_pages(seqs=(first, end)), key=lambda p: p.first_seen, reverse=True)
+        rows = [ListRow(p.paper.paper_id, p.paper.title, p.paper.title_zh, p.paper.venue,
+                        p.first_seen.isoformat(), ()) for p in got]  # fmt: skip
+        links = {p.paper.paper_id: p.links for p in got}
+        details = {p.paper.paper_id: details_html(p.paper.authors, p.paper.summary,
+                                                  p.paper.abstract) for p in got}  # fmt: skip
+        pieces = render_topic(plan.site, view, rows, links, archives=archives, page=k,
+                              details=details)  # fmt: skip
+        return b"".join(pieces)
+
+    out.write(plan.public / topic_path(ALL), page_of(archives * size + 1, view.count + 1))
+    folder = plan.public / "topics" / ALL
+    try:
+        there = set(os.listdir(folder))
+    except FileNotFoundError:
+        there = set()
+    stale = set(range(1, archives + 1)) if every else set()
+    if not every and archives:
+        missing = {k for k in range(1, archives + 1) if f"{k}.html" not in there}
+        stale |= missing | ({min(missing) - 1} - {0} if missing else set())
+        changed = store.seqs_of(plan.dirty["paper"]).values()
+        stale |= {(seq - 1) // size + 1 for seq in changed if seq <= archives * size}
+    for k in sorted(stale):
+        out.write(plan.public / archive_path(ALL, k), page_of((k - 1) * size + 1, k * size + 1, k))
+    return remove_parts_after(folder, there, archives)
+
+
 def _pages(plan: Plan, store: Store, out: Writer, part: Pages) -> None:
-    from feeds.publish import render
+    from feeds.publish.pages import render_paper
     from feeds.publish.view import paper_path
 
     for view in _paper_views(store, part, plan.titles):
-        page = render.render_paper(plan.site, view)
+        page = render_paper(plan.site, view)
         out.write(plan.public / paper_path(view.paper.paper_id), page)
 
 

@@ -3,9 +3,13 @@ also by a run that has nothing to render (it checks that these files are still t
 
 from __future__ import annotations
 
-ALL = "all"  # the feed of every paper, whose page is the front page
+ALL = "all"  # the feed of every paper; its reading list is topics/all.html
 FORMATS = ("rss", "atom", "json")  # every feed is written in each (see feed_path)
 _SUFFIX = {"rss": "rss.xml", "atom": "atom.xml", "json": "json"}
+# The all-papers reading list is paged by this many papers, whatever `site.page_size` says
+# (that setting is a topic's): the list of every paper is long, and its parts stay put.
+ALL_PAGE_SIZE = 500
+SEARCH_PAGE = "search.html"  # written by any publish that writes
 
 
 def paper_path(paper_id: str) -> str:
@@ -32,8 +36,8 @@ def pages(count: int, size: int) -> tuple[int, int]:
 
 
 def topic_path(feed_id: str) -> str:
-    """Return the page of a feed: its reading list, or the front page for `all`."""
-    return "index.html" if feed_id == "all" else f"topics/{feed_id}.html"
+    """Return the page of a feed: its reading list (`all`'s lists every paper)."""
+    return f"topics/{feed_id}.html"
 
 
 def topic_files(feed_id: str) -> tuple[str, ...]:

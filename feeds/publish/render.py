@@ -1,93 +1,50 @@
-"""Render feeds, OPML and HTML pages to bytes. Pure: same views in, same bytes out."""
+"""Render feeds and the OPML list to bytes. Pure: same views in, same bytes out.
+
+The HTML pages are pages.py's; a paper's body, shared by its feed items and its page, is
+content.py's."""
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
 import re
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import datetime
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree as ET
 
-import jinja2
-from markupsafe import Markup, escape
+from markupsafe import escape
 
 from feeds import __version__
-from feeds.model import Hit, Item, Link, Paper
+from feeds.model import Item, Link, Paper
+from feeds.publish.content import AI_LABEL, content_html
+
+# The page renderers, also by their old address here (callers that predate pages.py).
+from feeds.publish.pages import _env, render_topic
 from feeds.publish.view import (
-    FORMATS,
     FeedView,
     Kept,
-    PaperView,
     Site,
     best_link,
     feed_path,
-    link_words,
-    links_by_kind,
     matched_text,
     paper_path,
-    safe_href,
     topic_path,
     web_url,
 )
-from feeds.state.records import ListRow
 from feeds.text import PAPER_NAMESPACE, clean_xml, paper_uuid
 
 if TYPE_CHECKING:
     from feedgen.entry import FeedEntry
 
+__all__ = [
+    "_env", "content_html", "entry_blocks", "item_html", "item_id", "paper_of_item",
+    "render_feed", "render_json_feed", "render_opml", "render_topic", "title_id",
+]  # fmt: skip
+
 GENERATOR_URI = "https://pypi.org/project/paperfeeds/"
-
-
-class _TemplateCache(jinja2.FileSystemBytecodeCache):
-    """Jinja's cache of compiled templates, in our cache folder: compiling them costs each
-    run that publishes ~15 ms. Like our other caches, one that cannot be read or written
-    is a miss, never an error (Jinja checks a template's source and Python's version)."""
-
-    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        try:
-            super().load_bytecode(bucket)
-        except Exception:  # noqa: BLE001 -- a damaged file: compiled again
-            bucket.reset()
-
-    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        with contextlib.suppress(OSError):  # a read-only or full disk: compiled every time
-            super().dump_bytecode(bucket)
-
-
-def _template_cache() -> jinja2.BytecodeCache | None:
-    from feeds.cache import cache_dir
-
-    folder = cache_dir() / "templates"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return _TemplateCache(str(folder))
-
-
-@cache
-def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("feeds.publish", "templates"),
-        bytecode_cache=_template_cache(),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-        auto_reload=False,  # the templates are part of the package: no stat per render
-    )
-    env.globals.update(
-        feed_path=feed_path, paper_path=paper_path, topic_path=topic_path,
-        links_by_kind=links_by_kind,
-    )  # fmt: skip
-    env.filters["matched"] = matched_text
-    return env
 
 
 def item_id(item: Item | Kept) -> str:
@@ -264,7 +221,8 @@ def _entry(site: Site, item: Item) -> FeedEntry:
 
 def _plain_summary(item: Item) -> str:
     p = item.paper
-    parts = [p.title_zh or "", ", ".join(p.authors), p.summary or ""]
+    said = f"{AI_LABEL}: {p.summary}" if p.summary else p.abstract or ""
+    parts = [p.title_zh or "", ", ".join(p.authors), said]
     return clean_xml(" — ".join(x for x in parts if x)) or clean_xml(p.title) or p.paper_id
 
 
@@ -322,7 +280,10 @@ def _json_item(site: Site, item: Item) -> bytes:
             "title_zh": p.title_zh,
             "authors": list(p.authors),
             "institutions": [{"name": i.name, "name_zh": i.name_zh} for i in p.institutions],
-            "summary_zh": p.summary,
+            "summary_zh": p.summary,  # the AI summary: machine-written
+            "abstract": p.abstract,
+            "categories": list(p.categories),
+            "arxiv_id": p.arxiv_id,
             "comments": p.comments,
             "journal_ref": p.journal_ref,
             "matched": [{"term": h.term, "field": h.field} for h in item.matched],
@@ -364,207 +325,3 @@ def render_opml(site: Site, feeds: Iterable[FeedView]) -> bytes:
     ET.indent(opml)
     data: bytes = ET.tostring(opml, encoding="utf-8", xml_declaration=True)
     return data + b"\n"
-
-
-def render_index(site: Site, feeds: list[FeedView], all_feed: FeedView) -> bytes:
-    template = _env().get_template("index.html")
-    links: list[str] = []
-    rows: list[str] = []
-    for f in [all_feed, *feeds]:
-        title, rss, atom, js = _esc(f.title), *(_esc(feed_path(f.id, x)) for x in FORMATS)
-        for kind, name, href in (("atom+xml", "Atom", atom), ("rss+xml", "RSS", rss),
-                                  ("feed+json", "JSON", js)):  # fmt: skip
-            links.append(
-                f'<link rel="alternate" type="application/{kind}" title="{title} ({name})"'
-                f' href="{href}">\n'
-            )
-        about = f'<br><span class="meta">{_esc(f.description)}</span>' if f.description else ""
-        rows.append(
-            f'<tr><td><a href="{_esc(topic_path(f.id))}">{title}</a>{about}</td>'
-            f'<td>{f.count}</td><td class="sub"><a href="{rss}">RSS</a>'
-            f'<a href="{atom}">Atom</a><a href="{js}">JSON</a></td></tr>\n'
-        )
-    html = template.render(
-        site=site,
-        root="",
-        feed_links=Markup("".join(links)),
-        topic_rows=Markup("".join(rows)),
-        topics=feeds,
-        papers=all_feed.count,
-        latest=[i for i in all_feed.items[:30] if isinstance(i, Item)],  # all are Items
-        updated=all_feed.updated if all_feed.items else None,
-    )
-    return html.encode("utf-8")
-
-
-def render_topic(
-    site: Site,
-    feed: FeedView,
-    rows: Iterable[ListRow | str],
-    links: dict[str, tuple[Link, ...]],
-    *,
-    archives: int = 0,
-    page: int = 0,
-) -> Iterator[bytes]:
-    """Yield a page of a topic's reading list in pieces: the newest papers (page 0, at
-    topics/<id>.html) or archive page `page` (topics/<id>/<page>.html), with links to the
-    `archives` archive pages.
-
-    A row given as a string is its line as this page rendered it before (see
-    reading_rows); only the others are rendered."""
-    template = _env().get_template("topic.html")
-    root = "../../" if page else "../"
-    lines = _chunks(
-        row if isinstance(row, str) else _reading_row(root, row, links.get(row[0], ()))
-        for row in rows
-    )
-    # The front page links to every archive part, newest first: a long history has
-    # hundreds, joined here rather than looped over in the template (~20 us apiece).
-    # (An archive page links only to its neighbours.)
-    parts = "" if page else "".join(
-        f'<a href="{_esc(feed.id)}/{k}.html">part {k}</a>' for k in range(archives, 0, -1)
-    )  # fmt: skip
-    stream = template.generate(
-        site=site, root=root, feed=feed, rows=lines, archives=archives, page=page,
-        parts=Markup(parts),
-    )  # fmt: skip
-    for piece in stream:
-        yield piece.encode("utf-8")
-
-
-_ROW_KINDS = ("code", "project", "paper")
-
-
-def _chunks(lines: Iterable[str], size: int = 100) -> Iterator[Markup]:
-    # The template is streamed piece by piece, and each piece passes through Jinja's
-    # generators: a hundred rows a piece instead of one.
-    batch: list[str] = []
-    for line in lines:
-        batch.append(line)
-        if len(batch) == size:
-            yield Markup("".join(batch))
-            batch.clear()
-    if batch:
-        yield Markup("".join(batch))
-
-
-def _esc(text: str) -> str:
-    """Escape like markupsafe (so pages stay byte-identical), without building Markup."""
-    # Most titles have nothing to escape. Five `in` tests, not a loop over the characters:
-    # a full build escapes several strings per reading-list row, millions of them.
-    if "&" in text or "<" in text or ">" in text or '"' in text or "'" in text:
-        return str(escape(text))
-    return text
-
-
-def _reading_row(root: str, row: ListRow, links: tuple[Link, ...]) -> str:
-    """Return one line of a reading list as HTML.
-
-    Plain Python rather than a template loop: a full build writes one line per topic
-    membership (millions), and this is several times faster than Jinja's per-item work.
-    """
-    paper_id, title, title_zh, venue, entered, hits = row
-    out = f'<li><a href="{root}{paper_path(paper_id)}">{_esc(title)}</a>'
-    if title_zh:
-        out += f'<br><span lang="zh">{_esc(title_zh)}</span>'
-    out += f'<br><span class="meta">{entered[:10]}'  # stored as UTC ISO 8601: the day
-    if venue:
-        out += f" · {_esc(venue)}"
-    for link in links:
-        if link.kind in _ROW_KINDS:
-            href = safe_href(link)
-            kind = _esc(link.kind)
-            out += f' · <a href="{_esc(href)}">{kind}</a>' if href else f" · {kind}"
-    if hits:
-        out += f" · matched: {_matched_html(hits)}"
-    return out + "</span></li>\n"
-
-
-# A reading-list row of a front page (topics/<id>.html), from the paper id to the end of
-# its line. Titles and hits are escaped, so a row is one line and cannot hold this prefix.
-_FRONT_ROW = re.compile(r'^<li><a href="\.\./papers/([^"]+)\.html">.*</span></li>\n', re.MULTILINE)
-
-
-def reading_rows(document: str) -> dict[str, str]:
-    """Return the rows of a topic's front page this module wrote, by paper id: what a new
-    render of that page may reuse for papers that did not change (a row depends on the
-    paper, its links and its membership, and any change to those marks the paper)."""
-    return {m.group(1): m.group(0) for m in _FRONT_ROW.finditer(document)}
-
-
-@lru_cache(maxsize=65536)
-def _matched_html(hits: tuple[Hit, ...]) -> str:
-    # Rows of one topic mostly share their hits: worded and escaped once (hits are tuples
-    # of strings: hashed in C).
-    return str(escape(matched_text(hits)))
-
-
-def content_html(paper: Paper, links: tuple[Link, ...]) -> str:
-    """Return the body of a paper as HTML: shared by its feed items and its page.
-
-    Plain Python rather than a template: a full build renders it for every paper (a million
-    pages) and for every feed item, and this is several times faster than Jinja's macro.
-    Every value is escaped as autoescape would."""
-    out = ""
-    if paper.title_zh:
-        out += f'<p lang="zh"><strong>{_esc(paper.title_zh)}</strong></p>'
-    if paper.authors:
-        out += f"<p>{', '.join(map(_esc, paper.authors))}</p>"
-    if paper.institutions:
-        names = [
-            _esc(i.name) + (f" ({_esc(i.name_zh)})" if i.name_zh and i.name_zh != i.name else "")
-            for i in paper.institutions
-        ]
-        out += f"<p><em>{'; '.join(names)}</em></p>"
-    if paper.summary:
-        out += f'<p lang="zh">{_esc(paper.summary)}</p>'
-    out += "<p>"
-    if paper.venue:
-        out += f"Venue: {_esc(paper.venue)}"
-    if paper.comments:
-        out += f"{'<br>' if paper.venue else ''}Comments: {_esc(paper.comments)}"
-    if paper.journal_ref:
-        out += f"<br>Journal ref: {_esc(paper.journal_ref)}"
-    out += "</p>\n"
-    if not links:
-        return out + "<p>No code or project link yet.</p>"
-    out += "<ul>\n"
-    for kind, group in links_by_kind(links):
-        for link in group:
-            href, text = safe_href(link), _esc(link.url)
-            shown = f'<a href="{_esc(href)}">{text}</a>' if href else text
-            out += f"<li>{_esc(kind)}: {shown} — {_esc(link_words(link))}"
-            if link.source != "digest":
-                out += f"; found via {_esc(link.source)}"
-            out += "</li>\n"
-    return out + "</ul>"
-
-
-@lru_cache(maxsize=8)
-def _frame(site: Site, root: str) -> tuple[str, str, str]:
-    # A page's frame (base.html) rendered once per site, around markers split out after:
-    # the pages that are rendered by the million fill it in Python. The markers are control
-    # characters, which config text never holds (removed at load, see configfile).
-    html = _env().get_template("frame.html").render(site=site, root=root, title="\x00", main="\x01")
-    head, rest = html.split("\x00")
-    middle, tail = rest.split("\x01")
-    return head, middle, tail
-
-
-def render_paper(site: Site, view: PaperView) -> bytes:
-    """Return a paper's page (papers/<id>.html)."""
-    p = view.paper
-    head, middle, tail = _frame(site, "../")
-    main = f"<article>\n<h1>{_esc(p.title)}</h1>\n{content_html(p, view.links)}\n"
-    main += f'<p class="meta">First seen {view.first_seen.strftime("%Y-%m-%d")}.</p>\n'
-    if view.topics:
-        main += "<h2>In topics</h2>\n<ul>"
-        for topic_id, title, hits in view.topics:
-            main += f'<li><a href="../topics/{_esc(topic_id)}.html">{_esc(title)}</a>'
-            if hits:
-                main += f" — matched: {_esc(matched_text(hits))}"
-            main += "</li>\n"
-        main += "</ul>"
-    main += "</article>\n"
-    title = _esc(f"{p.title} · {site.title}")
-    return f"{head}{title}{middle}{main}{tail}".encode()

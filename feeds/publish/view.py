@@ -9,8 +9,15 @@ from functools import lru_cache
 from urllib.parse import urlsplit
 
 from feeds.model import Hit, Item, Link, Paper
+from feeds.publish.paths import FORMATS, archive_path, feed_path, pages, paper_path, topic_path
 
-FORMATS = ("rss", "atom", "json")  # every feed is written in each (see feed_path)
+# Where files are, re-exported: the renderers and the alerts take them from here too.
+__all__ = [
+    "FORMATS", "KIND_ORDER", "FeedView", "Kept", "PaperView", "Site", "archive_path",
+    "best_link", "feed_path", "link_words", "links_by_kind", "look_elsewhere", "matched_text",
+    "pages", "paper_path", "safe_href", "short_words", "topic_path", "web_url",
+]  # fmt: skip
+
 KIND_ORDER = ("paper", "project", "code", "video", "venue", "other")
 _BEST = ("paper", "project", "code")
 # What nearly every link looks like: an http(s) URL whose host is a plain name or IPv4
@@ -59,34 +66,6 @@ class PaperView:
     first_seen: datetime
     links: tuple[Link, ...]
     topics: tuple[tuple[str, str, tuple[Hit, ...]], ...]  # (topic id, title, hits)
-
-
-def paper_path(paper_id: str) -> str:
-    return f"papers/{paper_id}.html"
-
-
-def feed_path(feed_id: str, fmt: str) -> str:
-    return f"feeds/{feed_id}.{ {'rss': 'rss.xml', 'atom': 'atom.xml', 'json': 'json'}[fmt] }"
-
-
-def archive_path(feed_id: str, page: int) -> str:
-    """Return archive page `page` of a topic's reading list (1 holds the oldest papers)."""
-    return f"topics/{feed_id}/{page}.html"
-
-
-def pages(count: int, size: int) -> tuple[int, int]:
-    """Return (papers on the front page, archive pages) for a reading list of `count`.
-
-    Archive pages hold `size` papers each, counted from the oldest, so a full one never
-    changes when new papers arrive; the front page holds the newest 1..size.
-    """
-    archives = (count - 1) // size if count else 0
-    return count - archives * size, archives
-
-
-def topic_path(feed_id: str) -> str:
-    """Return the page of a feed: its reading list, or the front page for `all`."""
-    return "index.html" if feed_id == "all" else f"topics/{feed_id}.html"
 
 
 def links_by_kind(links: tuple[Link, ...]) -> list[tuple[str, list[Link]]]:
@@ -272,3 +251,38 @@ def best_link(site: Site, paper: Paper, links: tuple[Link, ...]) -> str:
                 if href:
                     return href
     return site.url(paper_path(paper.paper_id))
+
+
+# A link's status in a word or two, for a reading-list row (the paper's page says more):
+# what a reader needs before clicking is whether it leads anywhere.
+_SHORT = {
+    "ok": "works",
+    "redirected": "works (moved)",
+    "dead": "broken",
+    "error": "could not be checked",
+    "blocked": "not linked (unsafe address)",
+    "unchecked": "not checked yet",
+}
+
+
+def short_words(link: Link) -> str:
+    """Return a link's status as a reading-list row says it: `works`, `broken`, ..."""
+    return _SHORT.get(link.status, "not checked yet")
+
+
+# Where to look for a paper's code when no code link is known: searches by title.
+ELSEWHERE = (
+    ("arXiv", "https://arxiv.org/search/?searchtype=title&query="),
+    ("Google Scholar", "https://scholar.google.com/scholar?q="),
+    ("Semantic Scholar", "https://www.semanticscholar.org/search?q="),
+    ("GitHub", "https://github.com/search?type=repositories&q="),
+)
+
+
+def look_elsewhere(title: str) -> list[tuple[str, str]]:
+    """Return (name, URL) of searches for a paper by its title, for a page whose paper has
+    no code link: arXiv, Google Scholar, Semantic Scholar and GitHub."""
+    from urllib.parse import quote_plus
+
+    query = quote_plus(title.strip())
+    return [(name, base + query) for name, base in ELSEWHERE]

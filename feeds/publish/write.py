@@ -25,6 +25,7 @@ class WriteStats:
     written: int
     unchanged: int
     removed: int
+    search: str = ""  # why the search index is not available or was not updated, if so
 
 
 def cannot_write(path: Path | str, e: OSError) -> PublishError:

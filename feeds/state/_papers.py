@@ -248,3 +248,36 @@ class PapersMixin(LinksMixin, MembersMixin):
             for row in rows:
                 pid = row[0]
                 yield PaperPage(paper_from(row[:-1]), parse_ts(row[-1]), links[pid], topics[pid])
+
+    def seqs_of(self, paper_ids: Iterable[str]) -> dict[str, int]:
+        """Return the arrival position (seq) of each of these papers that is stored.
+
+        Papers are never removed and seqs come without gaps (see paper_count), so a range
+        of seqs is a fixed slice of the history: the all-papers list is paged by it and the
+        search index sharded by it."""
+        ids = list(paper_ids)
+        found: dict[str, int] = {}
+        for chunk, among in chunks(ids):
+            rows = self.db.execute(
+                f"SELECT paper_id, seq FROM papers WHERE paper_id IN {among}", chunk
+            )
+            found.update((str(pid), int(seq)) for pid, seq in rows)
+        return found
+
+    def row_texts(self, paper_ids: Iterable[str]) -> dict[str, tuple[str, str | None, str | None]]:
+        """Return what a reading-list row shows of each paper beyond its ListRow: its
+        authors (as kept, JSON), AI summary and abstract.
+
+        Only these columns, left undecoded: a full build reads one per topic membership
+        (millions), and a whole Paper (every list decoded) costs several times more."""
+        ids = list(paper_ids)
+        found: dict[str, tuple[str, str | None, str | None]] = {}
+        for chunk, among in chunks(ids):
+            rows = self.db.execute(
+                "SELECT paper_id, authors, summary, abstract FROM papers"
+                f" WHERE paper_id IN {among}",
+                chunk,
+            )
+            found.update((pid, (authors, summary, abstract)) for pid, authors, summary, abstract
+                         in rows)  # fmt: skip
+        return found
