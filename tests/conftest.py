@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from feeds.config import Config, load
+from tests.linkserver import LinkServer
+from tests.mailserver import MailServer
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
@@ -238,3 +240,19 @@ def connects(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
 
     monkeypatch.setattr(socket, "create_connection", recording)
     return calls
+
+
+@pytest.fixture
+def mail() -> Iterator[MailServer]:
+    """A real SMTP server on 127.0.0.1 that keeps what it receives (see mailserver.py)."""
+    server = MailServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def web() -> Iterator[LinkServer]:
+    """A real HTTP server on 127.0.0.1 for alert webhooks (routes set by the test)."""
+    server = LinkServer("127.0.0.1")
+    yield server
+    server.close()

@@ -7,7 +7,6 @@ import json
 import logging
 import socket
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from html.parser import HTMLParser
@@ -302,20 +301,6 @@ def test_failures_back_off_like_link_checks_and_success_resets() -> None:
 
 
 # --- delivering through Apprise, to real servers -----------------------------------------
-
-
-@pytest.fixture
-def mail() -> Iterator[MailServer]:
-    server = MailServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def web() -> Iterator[LinkServer]:
-    server = LinkServer("127.0.0.1")
-    yield server
-    server.close()
 
 
 def _html_part(message: EmailMessage) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from pathlib import Path
@@ -26,20 +26,6 @@ T0 = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)  # a Monday
 TOKEN = "hook-token-Zq81x"
 Cli = Callable[..., CompletedProcess[str]]
 SEEDS = sorted((ROOT / "seeds").glob("*.txt"))
-
-
-@pytest.fixture
-def mail() -> Iterator[MailServer]:
-    server = MailServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def web() -> Iterator[LinkServer]:
-    server = LinkServer("127.0.0.1")
-    yield server
-    server.close()
 
 
 class Hook:
