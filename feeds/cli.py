@@ -201,6 +201,8 @@ def _print_summary(summary: RunSummary, config: Config, quiet: bool, offline: bo
         f"published: {count(f.written, 'file')} written, {f.unchanged} unchanged,"
         f" {f.removed} removed in {config.settings.public_dir}/"
     )
+    if f.search:  # not a problem of the run: said, but not with --quiet
+        click.echo(f"search: {f.search}")
     if s.alerts_sent:
         sent = ", ".join(f"{count(n, 'paper')} to {shown}" for shown, n in s.alerts_sent.items())
         click.echo(f"alerts: {sent}")

@@ -214,7 +214,8 @@ def _cycle(
             progress("publishing")
             again = publish(config, store, progress=progress)
             files = WriteStats(files.written + again.written, again.unchanged,
-                               files.removed + again.removed)  # fmt: skip
+                               files.removed + again.removed,
+                               again.search or files.search)  # fmt: skip
     alerts: tuple[Outcome, ...] = ()
     if s.alerts and not offline:  # offline: nothing is sent, everything stays pending
         from feeds.alerts.send import send_alerts  # Apprise, only when alerts are set

@@ -299,3 +299,14 @@ def test_a_count_that_is_not_a_whole_number_says_so(
     r = feeds_cli(tmp_path, "check", "--subscriptions", str(subs))
     assert r.returncode == 2
     assert ":5: max_items must be a whole number, not " in r.stderr
+
+
+def test_a_run_says_why_search_was_not_updated(workspace: Workspace, feeds_cli: Cli) -> None:
+    # The suite runs as on a machine without Pagefind (see conftest): the run publishes,
+    # and says why the site has no search, but not with --quiet (it is no input problem).
+    r = feeds_cli(workspace.root, "run", *workspace.cli_args())
+    assert r.returncode == 0, r.stderr
+    assert "search: Pagefind was not found" in r.stdout
+    quiet = feeds_cli(workspace.root, "run", "--quiet", "--repair", *workspace.cli_args())
+    assert quiet.stdout == ""
+    assert quiet.stderr == ""

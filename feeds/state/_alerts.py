@@ -45,22 +45,23 @@ class AlertsMixin(StoreBase):
         )  # fmt: skip
 
     def alert_counts(
-        self, topic_ids: Sequence[str] | None, after: datetime, until: datetime
+        self, topic_ids: Sequence[str] | None, after: datetime, until: datetime | None = None
     ) -> tuple[dict[str, int], int]:
-        """Return the memberships pending for a destination: per topic, and the papers in
-        all (a paper new in two topics counts once)."""
+        """Return the memberships pending for a destination (entered after `after`, and up
+        to `until`, a cycle's time, if given): per topic, and the papers in all (a paper
+        new in two topics counts once)."""
         where, args = _topics_clause(topic_ids)
-        span = (ts(after), ts(until), *args)
+        if until is not None:
+            where = " AND entered <= ?" + where
+            args = (ts(until), *args)
+        span = (ts(after), *args)
         rows = self.db.execute(
-            "SELECT topic_id, count(*) FROM members WHERE entered > ? AND entered <= ?"
-            f"{where} GROUP BY topic_id",
+            f"SELECT topic_id, count(*) FROM members WHERE entered > ?{where} GROUP BY topic_id",
             span,
         )
         per_topic = {str(t): int(n) for t, n in rows}
         (papers,) = self.db.execute(
-            "SELECT count(DISTINCT paper_id) FROM members"
-            f" WHERE entered > ? AND entered <= ?{where}",
-            span,
+            f"SELECT count(DISTINCT paper_id) FROM members WHERE entered > ?{where}", span
         ).fetchone()
         return per_topic, int(papers)
 
