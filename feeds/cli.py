@@ -464,8 +464,13 @@ def alerts(
     if not test:
         from feeds.status import gather
 
-        click.echo(json.dumps(gather(config)["alerts"], ensure_ascii=False, indent=2) if as_json
-                   else "\n".join(_alert_lines(gather(config)["alerts"])))  # fmt: skip
+        try:
+            destinations = gather(config)["alerts"]
+        except FeedsError as e:
+            _fail(e)
+            return
+        click.echo(json.dumps(destinations, ensure_ascii=False, indent=2) if as_json
+                   else "\n".join(_alert_lines(destinations)))  # fmt: skip
         return
     from feeds.alerts.send import send_tests
 
