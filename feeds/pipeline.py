@@ -20,6 +20,7 @@ from feeds.state import Store
 
 if TYPE_CHECKING:
     from feeds.alerts.send import Outcome
+    from feeds.links.enrich import Throttle
     from feeds.model import Diagnostic, Paper, ParsedDigest
 
 Progress = Callable[[str], None]
@@ -195,9 +196,12 @@ def _cycle(
             if parsed is not None:
                 problems.extend(parsed.diagnostics)
                 batch.done(len(parsed.papers))
+    # One pace for everything a run asks arXiv: its harvests and the lookups after them.
+    asks_arxiv = (s.arxiv or s.links.check) and not offline
+    arxiv = _throttle(s.links.arxiv_delay) if asks_arxiv else None
     harvested: dict[str, int] = {}
     if s.arxiv:
-        harvested = _harvest(config, store, now, offline, counts, problems, got, progress)
+        harvested = _harvest(config, store, now, counts, problems, got, progress, arxiv)
     progress("matching")
     new_matches = _match(config, store, now, progress)
     progress("publishing")
@@ -209,7 +213,7 @@ def _cycle(
     if s.links.check and not offline:
         from feeds.links.resolve import resolve_links  # the network stack, only when used
 
-        report = resolve_links(store, s.links, now, progress)
+        report = resolve_links(store, s.links, now, progress, arxiv)
         if report.changed or report.found:
             progress("publishing")
             again = publish(config, store, progress=progress)
@@ -254,19 +258,20 @@ def _cycle(
 
 
 def _harvest(
-    config: Config, store: Store, now: datetime, offline: bool, counts: dict[str, int],
-    problems: list[Diagnostic], got: _Collected, progress: Progress,
+    config: Config, store: Store, now: datetime, counts: dict[str, int],
+    problems: list[Diagnostic], got: _Collected, progress: Progress, arxiv: Throttle | None,
 ) -> dict[str, int]:  # fmt: skip
-    """Harvest the followed arXiv categories that are due and store what they brought;
-    return the new entries per category. Every category's health is said (stale)."""
+    """Harvest the followed arXiv categories that are due (`arxiv`, the run's pace for
+    arXiv, is None offline: nothing is asked) and store what they brought; return the new
+    entries per category. Every category's health is said (stale)."""
     from feeds.arxiv.source import harvest, source_key
     from feeds.sources import stale_reason
 
     s = config.settings
     brought: dict[str, int] = {}
-    if not offline:
+    if arxiv is not None:  # not offline
         progress("arXiv: harvesting " + ", ".join(s.arxiv))
-        for h in harvest(store, s, now):
+        for h in harvest(store, s, now, arxiv):
             key = source_key(h.category)
             with store.transaction():  # the entries, the cursor and the health together
                 stored = store.put_papers([(0, p.as_paper()) for p in h.papers], key, now)
@@ -284,6 +289,12 @@ def _harvest(
         if reason:
             got.stale.append(f"arXiv {category}: {reason}")
     return brought
+
+
+def _throttle(delay: float) -> Throttle:
+    from feeds.links.enrich import Throttle  # the network modules only when used
+
+    return Throttle(delay)
 
 
 def _named(alerts: tuple[Outcome, ...]) -> list[tuple[str, Outcome]]:

@@ -149,8 +149,9 @@ def test_a_rate_limited_api_is_a_stale_source_retried_later(
     waiting = _run(config, NOW + timedelta(minutes=30))
     assert len(api.requests) == 1  # the wait it asked for is kept
     assert not waiting.harvested  # not asked: backing off
-    late = _run(config, NOW + timedelta(hours=3))
-    assert any("arXiv cs.CL" in s for s in late.stale) or late.harvested
+    late = _run(config, NOW + timedelta(hours=3))  # past the wait: asked again, still 429
+    assert len(api.requests) == 2
+    assert any(s.startswith("arXiv cs.CL: failing") for s in late.stale), late.stale
     status = feeds_cli(workspace.root, "status", "--state", str(workspace.state),
                        "--settings", str(settings))  # fmt: skip
     assert "source arxiv:cs.CL" in status.stdout, status.stdout

@@ -129,18 +129,18 @@ def test_a_built_matcher_is_reused_while_the_topics_stay_the_same(
 def test_compiled_templates_are_kept_and_a_bad_cache_is_only_a_miss(files: Path) -> None:
     import jinja2
 
-    from feeds.publish import render
+    from feeds.publish import pages
 
     def compiled() -> bool:
         """Whether loading a template compiles it, with a fresh environment."""
-        render._env.cache_clear()
+        pages._env.cache_clear()
         called = []
         real = jinja2.Environment.compile
         with pytest.MonkeyPatch.context() as m:
             m.setattr(
                 jinja2.Environment, "compile", lambda *a, **k: called.append(1) or real(*a, **k)
             )
-            render._env().get_template("topic.html")
+            pages._env().get_template("topic.html")
         return bool(called)
 
     try:
@@ -158,4 +158,4 @@ def test_compiled_templates_are_kept_and_a_bad_cache_is_only_a_miss(files: Path)
             assert compiled()  # no cache, and no error
             assert compiled()
     finally:
-        render._env.cache_clear()
+        pages._env.cache_clear()

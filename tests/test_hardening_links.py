@@ -34,7 +34,8 @@ from feeds.net import AddressPolicy, BlockedAddress, guarded_client, public_addr
 from feeds.net.client import Client
 from feeds.net.guard import GuardedBackend
 from feeds.pipeline import run
-from feeds.publish.render import content_html, render_feed, render_json_feed, render_topic
+from feeds.publish.pages import render_topic
+from feeds.publish.render import content_html, render_feed, render_json_feed
 from feeds.publish.view import FeedView, Site, best_link, safe_href, web_url
 from feeds.sources import SourceFailed, fetch
 from feeds.state.records import ListRow

@@ -281,30 +281,3 @@ def test_sighup_ignored_by_the_parent_stays_ignored(tmp_path: Path) -> None:
         proc.kill()
         proc.wait()
     assert "SIGHUP" not in log.read_text()
-
-
-def test_sighup_to_every_process_lets_a_helped_cycle_finish(tmp_path: Path) -> None:
-    """As a terminal that closes does: SIGHUP to the watch and its helper process at once."""
-    ws = empty_workspace(tmp_path / "ws")
-    for seed in sorted((ROOT / "seeds").glob("*.txt")):
-        shutil.copy2(seed, ws.inbox / seed.name)
-    script = slow_feeds(tmp_path, 0.02, helped=True)
-    log = tmp_path / "watch.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, str(script), *watch_command(ws)],
-            cwd=ws.root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    try:
-        papers = ws.public / "papers"
-        wait_for("publishing under way", lambda: len(list(papers.glob("*.html"))) >= 5)
-        assert Path(f"{script}.helper-started").exists()
-        os.killpg(proc.pid, signal.SIGHUP)
-        assert proc.wait(timeout=TIMEOUT) == 0, log.read_text()
-    finally:
-        proc.kill()
-        proc.wait()
-    assert "Traceback" not in log.read_text()
-    assert len(list(papers.glob("*.html"))) == 60
-    assert len(feed_ids(ws.public) or ()) == 60
-    assert not [p for p in ws.public.rglob("*") if p.name.endswith(".tmp")]

@@ -285,8 +285,10 @@ def test_sigterm_lets_the_current_cycle_finish(
     assert not [p for p in ws.public.rglob("*") if p.name.endswith(".tmp")]
 
 
-def test_sigterm_to_every_process_lets_a_helped_cycle_finish(tmp_path: Path) -> None:
-    """As `systemctl stop` does: SIGTERM to the run and its helper process at once."""
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_to_every_process_lets_a_helped_cycle_finish(tmp_path: Path, sig: int) -> None:
+    """As `systemctl stop` (SIGTERM) or a terminal that closes (SIGHUP) does: the signal to
+    the watch and its helper process at once."""
     ws = empty_workspace(tmp_path / "ws")
     for seed in SEEDS:
         shutil.copy2(seed, ws.inbox / seed.name)
@@ -301,11 +303,12 @@ def test_sigterm_to_every_process_lets_a_helped_cycle_finish(tmp_path: Path) -> 
         papers = ws.public / "papers"
         wait_for("publishing under way", lambda: len(list(papers.glob("*.html"))) >= 5)
         assert Path(f"{script}.helper-started").exists()
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(proc.pid, sig)
         assert proc.wait(timeout=TIMEOUT) == 0, log.read_text()
     finally:
         proc.kill()
         proc.wait()
+    assert "Traceback" not in log.read_text()
     # The cycle that was publishing finished, both processes' parts, and nothing is left
     # running in the group.
     assert len(list(papers.glob("*.html"))) == 60

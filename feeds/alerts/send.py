@@ -47,7 +47,6 @@ class Outcome:
 
 @dataclass(frozen=True)
 class _Due:
-    dest: AlertDestination
     url: str
     record: AlertRecord
     state: AlertState
@@ -129,7 +128,7 @@ def _prepare(
     ]  # fmt: skip
     site = _site(config)
     message = compose(new, site, cap, totals=per_topic, distinct=pending)
-    return _Due(dest, url, record, state, message)
+    return _Due(url, record, state, message)
 
 
 def _site(config: Config) -> Site:

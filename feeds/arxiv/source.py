@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from feeds.arxiv.client import Harvester
-from feeds.arxiv.harvest import ArxivPaper, Cursor, HarvestResult, after_harvest, to_paper
+from feeds.arxiv.harvest import ArxivPaper, Cursor, after_harvest, to_paper
+from feeds.links.enrich import Throttle
 from feeds.model import SourceState
 from feeds.net import AddressPolicy, guarded_client
 from feeds.settings import Settings
@@ -26,10 +27,9 @@ class Harvested:
     papers: tuple[ArxivPaper, ...]  # new entries, as papers
     cursor: Cursor  # to store with them
     source: SourceState  # the category's health after this harvest
-    result: HarvestResult
 
 
-def harvest(store: Store, settings: Settings, now: datetime) -> list[Harvested]:
+def harvest(store: Store, settings: Settings, now: datetime, throttle: Throttle) -> list[Harvested]:
     """Return what the categories that are due brought this cycle (one that is backing off
     after a failure or a rate limit is not asked)."""
     due = []
@@ -44,12 +44,12 @@ def harvest(store: Store, settings: Settings, now: datetime) -> list[Harvested]:
     with guarded_client(policy, timeout=links.timeout) as client:
         harvester = Harvester(
             client, links.arxiv_api, policy=policy,
-            backfill=timedelta(seconds=settings.arxiv_backfill), delay=links.arxiv_delay,
+            backfill=timedelta(seconds=settings.arxiv_backfill), throttle=throttle,
         )  # fmt: skip
         cursors = [Cursor.from_text(c, store.harvest_cursor(c)) for c, _state in due]
         results = harvester.harvest_all(cursors, now, store.has_arxiv_paper)
     return [
         Harvested(category, tuple(map(to_paper, result.entries)), result.cursor,
-                  after_harvest(state, result, now), result)
+                  after_harvest(state, result, now))
         for (category, state), result in zip(due, results, strict=True)
     ]  # fmt: skip

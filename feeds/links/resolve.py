@@ -56,6 +56,7 @@ def resolve_links(
     settings: LinkSettings,
     now: datetime,
     progress: Callable[[str], None] = lambda _m: None,
+    arxiv_throttle: Throttle | None = None,
 ) -> LinkReport:
     """Look up papers without a code link, then check every due URL; store what was learnt.
 
@@ -73,7 +74,8 @@ def resolve_links(
     with client:
         looked = _Looked()
         if lookups.due(now):
-            looked = _look_up(store, settings, policy, client, now, progress)
+            throttle = arxiv_throttle or Throttle(settings.arxiv_delay)
+            looked = _look_up(store, settings, policy, client, now, progress, throttle)
         token = os.environ.get("GITHUB_TOKEN") or None
         checker = Checker(
             client, policy, total_timeout=settings.timeout,
@@ -164,6 +166,7 @@ def _look_up(
     client: Client,
     now: datetime,
     progress: Callable[[str], None],
+    throttle: Throttle,
 ) -> _Looked:
     """Ask arXiv and Hugging Face about papers that have no code link yet; stop at the
     first failure (the caller decides whose it is: the network's or the API's)."""
@@ -171,7 +174,7 @@ def _look_up(
         client, policy,
         arxiv_api=settings.arxiv_api if settings.arxiv else None,
         huggingface_api=settings.huggingface_api if settings.huggingface else None,
-        arxiv_throttle=Throttle(settings.arxiv_delay), total_timeout=settings.timeout,
+        arxiv_throttle=throttle, total_timeout=settings.timeout,
     )  # fmt: skip
     source = _source(settings)
     if not (settings.arxiv or settings.huggingface) or settings.lookups_per_run == 0:

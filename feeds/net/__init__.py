@@ -29,8 +29,9 @@ from feeds.net.errors import (
     TimedOut,
     Unreachable,
 )
-from feeds.net.policy import AddressPolicy, http_url_problem, public_address
+from feeds.net.policy import AddressPolicy, public_address
 from feeds.net.redirects import REDIRECT_CODES, Chain, follow
+from feeds.urls import http_url_problem
 
 if TYPE_CHECKING:
     from feeds.net.client import Client

@@ -23,8 +23,9 @@ from feeds.net.errors import (
     RedirectRefused,
     TimedOut,
 )
-from feeds.net.policy import AddressPolicy, http_url_problem
+from feeds.net.policy import AddressPolicy
 from feeds.net.transport import GuardedTransport
+from feeds.urls import http_url_problem
 
 
 @contextmanager

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from feeds.urls import http_url_problem
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -113,22 +115,3 @@ class AddressPolicy:
         if local and name not in self.allow_names:
             return f"host {host} is local"
         return None
-
-
-def http_url_problem(url: str) -> str | None:
-    """Return why a text is not an absolute http(s) URL with a host, or None.
-
-    Only such a URL is fetched, and only such a URL may be recorded where a page or feed
-    will link to it (a `javascript:` or `data:` one would run in the reader's browser).
-    The reason names the scheme, never the rest of the text.
-    """
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 -- raises ValueError for a bad port
-    except ValueError:
-        return "not a valid URL"
-    if parts.scheme not in ("http", "https"):
-        return f"not an http(s) URL ({parts.scheme or 'no scheme'})"
-    if not parts.hostname:
-        return "no host in the URL"
-    return None

@@ -20,9 +20,6 @@ from markupsafe import escape
 from feeds import __version__
 from feeds.model import Item, Link, Paper
 from feeds.publish.content import AI_LABEL, content_html
-
-# The page renderers, also by their old address here (callers that predate pages.py).
-from feeds.publish.pages import _env, render_topic
 from feeds.publish.view import (
     FeedView,
     Kept,
@@ -40,8 +37,8 @@ if TYPE_CHECKING:
     from feedgen.entry import FeedEntry
 
 __all__ = [
-    "_env", "content_html", "entry_blocks", "item_html", "item_id", "paper_of_item",
-    "render_feed", "render_json_feed", "render_opml", "render_topic", "title_id",
+    "content_html", "entry_blocks", "item_html", "item_id", "paper_of_item", "render_feed",
+    "render_json_feed", "render_opml", "title_id",
 ]  # fmt: skip
 
 GENERATOR_URI = "https://pypi.org/project/paperfeeds/"

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from feeds.model import Hit, Item, Link, Paper
 from feeds.publish.paths import FORMATS, archive_path, feed_path, pages, paper_path, topic_path
+from feeds.urls import http_url_problem
 
 # Where files are, re-exported: the renderers and the alerts take them from here too.
 __all__ = [
@@ -227,13 +228,9 @@ def web_url(url: str | None) -> str | None:
     """
     if not url:
         return None
-    if _PLAIN_WEB_URL.match(url):
+    if _PLAIN_WEB_URL.match(url):  # nearly every link; the rule itself for the rest
         return url
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # `http://[::1`: not a URL at all
-        return None
-    return url if parts.scheme in ("http", "https") and parts.hostname else None
+    return url if http_url_problem(url) is None else None
 
 
 def safe_href(link: Link) -> str | None:
