@@ -40,6 +40,7 @@ from feeds.publish.view import FeedView, Site, best_link, safe_href, web_url
 from feeds.sources import SourceFailed, fetch
 from feeds.state.records import ListRow
 from feeds.text import paper_id
+from feeds.urls import http_url_problem
 from tests.linkserver import LinkServer, json_reply, redirect, reply
 
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -396,12 +397,8 @@ def test_safe_href(url: str, safe: bool) -> None:
 
 
 def _web_url_reference(url: str) -> str | None:
-    """web_url the slow, obvious way (urlsplit alone), to hold its fast path to."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    return url if url and parts.scheme in ("http", "https") and parts.hostname else None
+    """web_url the slow, obvious way (the rule alone), to hold its fast path to."""
+    return url if url and http_url_problem(url) is None else None
 
 
 # URL-like texts from parts, so that both the fast path and urlsplit's answers come up often.

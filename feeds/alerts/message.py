@@ -17,9 +17,16 @@ from html import escape
 from urllib.parse import quote
 
 from feeds.model import Hit, Link, Paper
-from feeds.publish.view import Site, best_link, matched_text, paper_path, safe_href, topic_path
+from feeds.publish.view import (
+    Site,
+    best_link,
+    first_authors,
+    matched_text,
+    paper_path,
+    safe_href,
+    topic_path,
+)
 
-FIRST_AUTHORS = 3  # then "et al."
 SUBJECT_TOPICS = 60  # characters of topic titles in a subject before "and N more topics"
 # Links shown beside the title: code and project ones, and the paper itself once (its URL
 # in words: a plain-text view of the HTML, as email clients show it, keeps only words).
@@ -160,8 +167,8 @@ def _shares(sizes: list[int], cap: int | None) -> list[int]:
 def _row(site: Site, entry: NewPaper) -> _Row:
     """Return what a message shows of a paper: the one place that decides it."""
     paper = entry.paper
-    authors = [_clean(a) for a in paper.authors[:FIRST_AUTHORS]]
-    byline = ", ".join(authors) + (" et al." if len(paper.authors) > FIRST_AUTHORS else "")
+    named, more = first_authors(paper.authors)
+    byline = ", ".join(map(_clean, named)) + (" et al." if more else "")
     if paper.venue:
         byline = f"{byline} · {_clean(paper.venue)}" if byline else _clean(paper.venue)
     links: list[tuple[str, str, str]] = []

@@ -1,5 +1,6 @@
 """Render the site's HTML pages to bytes: the front page, reading lists, paper pages and
-the search page. Pure: same views in, same bytes out."""
+the search page. Same views in, same bytes out; the only I/O is Jinja's bytecode cache
+(cache_dir) and reading the package's own CSS and scripts, both once per process."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from feeds.publish.view import (
     PaperView,
     Site,
     feed_path,
+    first_authors,
     links_by_kind,
     look_elsewhere,
     matched_text,
@@ -192,8 +194,9 @@ def details_html(authors: Sequence[str], summary: str | None, abstract: str | No
     abstract's)."""
     out = ""
     if authors:
-        shown = ", ".join(map(esc, authors[:3]))
-        out += f'<br><span class="au">{shown}{" et al." if len(authors) > 3 else ""}</span>'
+        named, more = first_authors(authors)
+        shown = ", ".join(map(esc, named))
+        out += f'<br><span class="au">{shown}{" et al." if more else ""}</span>'
     text, ai = blurb(summary, abstract)
     if ai:
         out += f'<br><span class="sum">AI summary: <span lang="zh">{esc(text)}</span></span>'
@@ -307,7 +310,7 @@ def render_paper(site: Site, view: PaperView) -> bytes:
         for topic_id, title, hits in view.topics:
             main += f'<li><a href="../topics/{esc(topic_id)}.html">{esc(title)}</a>'
             if hits:
-                main += f" — matched: {esc(matched_text(hits))}"
+                main += f" — matched: {_matched_html(hits)}"
             main += "</li>\n"
         main += "</ul>"
     main += "</article>\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -15,8 +16,8 @@ from feeds.urls import http_url_problem
 # Where files are, re-exported: the renderers and the alerts take them from here too.
 __all__ = [
     "FORMATS", "KIND_ORDER", "FeedView", "Kept", "PaperView", "Site", "archive_path",
-    "best_link", "feed_path", "link_words", "links_by_kind", "look_elsewhere", "matched_text",
-    "pages", "paper_path", "safe_href", "short_words", "topic_path", "web_url",
+    "best_link", "feed_path", "first_authors", "link_words", "links_by_kind", "look_elsewhere",
+    "matched_text", "pages", "paper_path", "safe_href", "short_words", "topic_path", "web_url",
 ]  # fmt: skip
 
 KIND_ORDER = ("paper", "project", "code", "video", "venue", "other")
@@ -24,7 +25,7 @@ _BEST = ("paper", "project", "code")
 # What nearly every link looks like: an http(s) URL whose host is a plain name or IPv4
 # address. urlsplit says the same of these (scheme http(s), a host), in a tenth of the time:
 # every reading-list row checks its links, and a full build writes millions of rows.
-_PLAIN_WEB_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::[0-9]*)?(?:[/?#]|$)")
+_PLAIN_WEB_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?:[/?#]|$)")  # a port: the rule
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,14 @@ def _status_words(status: str, note: str | None, code: int | None) -> str:
     if code is not None:
         return f"could not be checked: {who} answered {code}{_RETRY}"
     return f"could not be checked: {{host}} gave no usable answer{_RETRY}"
+
+
+FIRST_AUTHORS = 3  # a list or a message names this many, then "et al."
+
+
+def first_authors(authors: Sequence[str]) -> tuple[list[str], bool]:
+    """Return the authors a list or a message names, and whether there are more."""
+    return list(authors[:FIRST_AUTHORS]), len(authors) > FIRST_AUTHORS
 
 
 def web_url(url: str | None) -> str | None:
