@@ -20,21 +20,9 @@ from feeds.publish import search
 from feeds.publish.search import fingerprint, paper_record, shard_ranges
 from feeds.state import Store
 from feeds.state.records import PaperPage
-from tests.conftest import PAGEFIND_BINARY_PATH, Workspace, pagefind_env
+from tests.conftest import Workspace, pagefind_env
 
 T0 = datetime(2026, 12, 4, 7, 0, tzinfo=UTC)
-
-
-def _pagefind_installed() -> bool:
-    """Whether Pagefind is there outside the suite (which hides it: see conftest)."""
-    if PAGEFIND_BINARY_PATH is not None:
-        return Path(PAGEFIND_BINARY_PATH).is_file()
-    with pytest.MonkeyPatch.context() as m:
-        m.delenv("PAGEFIND_BINARY_PATH")
-        return search.pagefind_binary() is not None
-
-
-NEEDS_PAGEFIND = pytest.mark.skipif(not _pagefind_installed(), reason="Pagefind is not installed")
 
 
 @pytest.mark.parametrize("count", [0, 1, 499, 500, 501, 4999, 5000, 5001, 12345])
@@ -134,7 +122,6 @@ def _indexed(ws: Workspace) -> dict[str, str]:
     return {s["dir"]: s for s in _manifest(ws)["shards"]}  # type: ignore[misc]
 
 
-@NEEDS_PAGEFIND
 def test_a_new_digest_indexes_the_newest_shard_alone(workspace: Workspace, small_shards) -> None:
     config = workspace.config()
     first = run(config, now=lambda: T0)
@@ -177,7 +164,6 @@ def test_a_new_digest_indexes_the_newest_shard_alone(workspace: Workspace, small
     assert paper.paper_id in (root / changed / "records.tsv").read_text()
 
 
-@NEEDS_PAGEFIND
 def test_a_lost_index_is_built_again_whole(workspace: Workspace, small_shards) -> None:
     config = workspace.config()
     run(config, now=lambda: T0)
@@ -198,7 +184,6 @@ def test_without_pagefind_the_site_is_published_and_says_so(workspace: Workspace
     assert "is not available" in page  # said by its script when the index is missing
 
 
-@NEEDS_PAGEFIND
 def test_a_failing_pagefind_never_fails_a_run_and_is_retried(
     workspace: Workspace, small_shards, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
