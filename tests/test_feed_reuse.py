@@ -87,11 +87,13 @@ def test_only_the_new_items_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_each_written_entry_names_its_paper(fmt: str) -> None:
-    # A run matches a topic's newest papers to last time's entries by paper id alone.
+def test_each_written_entry_is_found_by_its_feed_and_paper(fmt: str) -> None:
+    # A run finds a topic's newest papers among last time's entries by the topic's id and
+    # the paper ids alone (no title is read); another feed's ids find none of them.
     items = _items()
     blocks = render.entry_blocks(fmt, _render(fmt, _view(items)))
-    assert sorted(map(render.paper_of_item, blocks)) == sorted(i.paper.paper_id for i in items)
+    assert sorted(blocks) == sorted(render.item_id("t", i.paper.paper_id) for i in items)
+    assert not blocks.keys() & {render.item_id("all", i.paper.paper_id) for i in items}
 
 
 def test_blocks_of_foreign_or_damaged_files_are_not_used() -> None:

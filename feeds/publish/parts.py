@@ -129,12 +129,11 @@ def _kept_view(
 
     heads = store.topic_heads(light.id, light.max_items)
     reusable = blocks["rss"].keys() & blocks["atom"].keys() & blocks["json"].keys()
-    # The blocks' item ids name their papers: the titles need not be read to match them.
-    by_paper = {render.paper_of_item(key): key for key in reusable}
+    # An item's id comes from the feed and the paper id: the titles need not be read.
     kept = {
         pid: key
         for pid, _entered in heads
-        if pid not in plan.dirty["paper"] and (key := by_paper.get(pid)) is not None
+        if pid not in plan.dirty["paper"] and (key := render.item_id(light.id, pid)) in reusable
     }
     rows = store.topic_items_of(light.id, [pid for pid, _entered in heads if pid not in kept])
     links = store.links_of(rows)
@@ -166,7 +165,7 @@ def _topic(plan: Plan, store: Store, out: Writer, light: FeedView) -> int:
     else:
         view = _kept_view(plan, store, light, blocks)
     changed = {
-        render.item_id(i)
+        render.item_id(view.id, i.paper.paper_id)
         for i in view.items
         if isinstance(i, Item) and i.paper.paper_id in plan.dirty["paper"]
     }

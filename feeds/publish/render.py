@@ -5,6 +5,7 @@ content.py's."""
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -31,39 +32,47 @@ from feeds.publish.view import (
     topic_path,
     web_url,
 )
-from feeds.text import PAPER_NAMESPACE, clean_xml, paper_uuid
+from feeds.text import PAPER_NAMESPACE, clean_xml
 
 if TYPE_CHECKING:
     from feedgen.entry import FeedEntry
 
 __all__ = [
-    "content_html", "entry_blocks", "item_html", "item_id", "paper_of_item", "render_feed",
-    "render_json_feed", "render_opml", "title_id",
+    "content_html", "entry_blocks", "item_html", "item_id", "render_feed", "render_json_feed",
+    "render_opml",
 ]  # fmt: skip
 
 GENERATOR_URI = "https://pypi.org/project/paperfeeds/"
 
 
-def item_id(item: Item | Kept) -> str:
-    """Return the item's id (RSS guid, Atom id, JSON id): from the paper's identity alone."""
-    return item.id if isinstance(item, Kept) else title_id(item.paper.title)
+def item_id(feed: str, paper_id: str) -> str:
+    """Return the id (RSS guid, Atom id, JSON id) of a paper's item in a feed: the version-5
+    UUID of the paper id in the feed's namespace (the feed's own id).
+
+    From the paper's identity and the feed alone, so the same across runs, digest file names
+    and base URLs; and different in each feed, because readers such as newsboat keep one
+    article per id across all their feeds: with one id everywhere, a paper showed in only
+    one of its topics. (What ties one paper's items together is the same in every feed:
+    the item link, and in JSON the paper id and page.)"""
+    h = hashlib.sha1(_feed_uuid(feed).bytes + paper_id.encode()).hexdigest()
+    # uuid.uuid5's digits, without a UUID object per item (three times slower).
+    return (
+        f"urn:uuid:{h[:8]}-{h[8:12]}-5{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:32]}"
+    )
 
 
-@lru_cache(maxsize=65536)
-def title_id(title: str) -> str:
-    """Return the item id of the paper with this title."""
-    return f"urn:uuid:{paper_uuid(title)}"
+def _key(feed: str, item: Item | Kept) -> str:
+    """Return the item's id in the feed: a Kept item carries it."""
+    return item.id if isinstance(item, Kept) else item_id(feed, item.paper.paper_id)
 
 
-def paper_of_item(item_id: str) -> str:
-    """Return the paper id behind an item id (see title_id): paper_id() is the first
-    sixteen hex digits of the paper's UUID, which the item id spells out."""
-    u = item_id[9:]  # after "urn:uuid:"; hex digits 0-7, 9-12 and 14-17
-    return u[:8] + u[9:13] + u[14:18]
+@lru_cache(maxsize=1024)
+def _feed_uuid(feed: str) -> uuid.UUID:
+    return uuid.uuid5(PAPER_NAMESPACE, "feed:" + feed)
 
 
 def feed_id(feed: FeedView) -> str:
-    return f"urn:uuid:{uuid.uuid5(PAPER_NAMESPACE, 'feed:' + feed.id)}"
+    return f"urn:uuid:{_feed_uuid(feed.id)}"
 
 
 def item_html(item: Item) -> str:
@@ -133,7 +142,10 @@ def render_feed(
     were written; only the other items are built, and the document is the same bytes.
     """
     reuse = reuse or {}
-    fresh = [i for i in feed.items if not isinstance(i, Kept) and item_id(i) not in reuse]
+    keys = [_key(feed.id, item) for item in feed.items]
+    fresh = [
+        i for i, k in zip(feed.items, keys, strict=True) if isinstance(i, Item) and k not in reuse
+    ]
     data = _feedgen(site, feed, fmt, fresh)
     if len(fresh) == len(feed.items):
         return data
@@ -151,8 +163,8 @@ def render_feed(
         head = data[: -len(tail)]
     new = iter(data[a:b] for a, b in made)
     body = [  # a Kept item's entry must be in reuse: a KeyError here is a caller's mistake
-        reuse[item.id] if isinstance(item, Kept) else reuse.get(item_id(item)) or next(new)
-        for item in feed.items
+        reuse[key] if isinstance(item, Kept) else reuse.get(key) or next(new)
+        for item, key in zip(feed.items, keys, strict=True)
     ]
     return head + b"".join(body) + tail
 
@@ -177,32 +189,35 @@ def _feedgen(site: Site, feed: FeedView, fmt: str, items: list[Item]) -> bytes:
     fg.author({"name": clean_xml(site.title), "uri": site.base_url})
     fg.generator("paperfeeds", __version__, GENERATOR_URI)
     fg.language("en")
+    if fmt == "rss":  # its items' authors: RSS's own <author> is an email address
+        fg.load_extension("dc", atom=False)
     # feedgen's RSS <link> is the last link added: self first, the topic page last.
     fg.link(href=site.url(feed_path(feed.id, fmt)), rel="self")
     fg.link(href=site.url(topic_path(feed.id)), rel="alternate")
     fg.updated(feed.updated)  # feedgen would stamp now() otherwise
     fg.lastBuildDate(feed.updated)
     for item in items:
-        fg.add_entry(_entry(site, item), order="append")  # the default prepends
+        fg.add_entry(_entry(site, feed.id, item), order="append")  # the default prepends
     data: bytes = fg.rss_str(pretty=True) if fmt == "rss" else fg.atom_str(pretty=True)
     return data
 
 
-# Entries (~5 kB each with their strings) mostly serve the two formats of one feed: an item
-# is the same in another feed only with the same hits. 2,048 covers a long feed; 8,192 cost
-# a full build 80 MB of memory (with _json_item's) and saved nothing measurable.
+# Entries (~5 kB each with their strings) serve the two formats of one feed: an item's id is
+# the feed's own (a paper's body, the costly part, is shared by its feeds: _body_html).
+# 2,048 covers a long feed; 8,192 cost a full build 80 MB of memory (with _json_item's) and
+# saved nothing measurable.
 _ENTRIES = 2048
 
 
 @lru_cache(maxsize=_ENTRIES)
-def _entry(site: Site, item: Item) -> FeedEntry:
-    """Return the feed entry of an item, built once per run however many feeds (and both
-    formats) carry it: a paper of a broad topic is an item of many feeds."""
+def _entry(site: Site, feed: str, item: Item) -> FeedEntry:
+    """Return the entry of an item in a feed, built once for its RSS and Atom documents."""
     from feedgen.entry import FeedEntry
 
     fe = FeedEntry()
-    fe.id(item_id(item))
-    fe.guid(item_id(item), permalink=False)
+    key = item_id(feed, item.paper.paper_id)
+    fe.id(key)
+    fe.guid(key, permalink=False)
     fe.title(clean_xml(item.paper.title) or item.paper.paper_id)
     fe.link(href=best_link(site, item.paper, item.links))
     fe.published(item.entered)
@@ -211,8 +226,17 @@ def _entry(site: Site, item: Item) -> FeedEntry:
     # summary(), not description(): feedgen's description() overwrites Atom's content.
     # Readers take RSS <description> as HTML, so the plain text is escaped as HTML.
     fe.summary(html.escape(_plain_summary(item), quote=False), type="html")
-    for author in item.paper.authors[:20]:
-        fe.author({"name": clean_xml(author) or "?"})
+    authors = [clean_xml(a) or "?" for a in item.paper.authors]
+    if authors:
+        # One <author> each in Atom. feedgen's author() adds to those set before (feedparser
+        # keeps them all in entry.authors; its entry.author is the last <author> alone).
+        fe.author([{"name": a} for a in authors])
+        # RSS's <author> must be an email address (feedgen writes none without one): the
+        # names go in dc:creator. One element with every name, as arXiv's own RSS has it:
+        # readers keep one author per item, and of several dc:creator elements newsboat
+        # and feedparser's entry.author keep the last alone.
+        fe.load_extension("dc", atom=False)
+        fe.dc.dc_creator(", ".join(authors))
     return fe
 
 
@@ -252,18 +276,18 @@ def render_json_feed(site: Site, feed: FeedView, reuse: dict[str, bytes] | None 
     old = reuse or {}
     lines = b",\n    ".join(
         old[key]
-        if (key := item_id(item)) in old or isinstance(item, Kept)
-        else _json_item(site, item)
+        if (key := _key(feed.id, item)) in old or isinstance(item, Kept)
+        else _json_item(site, feed.id, item)
         for item in feed.items
     )
     return b"".join((head.encode(), b'"items": [\n    ', lines, b"\n  ]", tail.encode()))
 
 
 @lru_cache(maxsize=_ENTRIES)
-def _json_item(site: Site, item: Item) -> bytes:
+def _json_item(site: Site, feed: str, item: Item) -> bytes:
     p = item.paper
     data = {
-        "id": item_id(item),
+        "id": item_id(feed, p.paper_id),
         "url": best_link(site, p, item.links),
         "title": p.title,
         "content_html": item_html(item),

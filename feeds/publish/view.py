@@ -40,7 +40,7 @@ class Site:
 @dataclass(frozen=True)
 class Kept:
     """A feed item whose entries are taken unchanged from the feed files written last
-    time (see render.entry_blocks): its id is all the renderers need."""
+    time (see render.entry_blocks): its id in that feed is all the renderers need."""
 
     id: str
 
