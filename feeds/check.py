@@ -11,10 +11,15 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
+from typing import Any
 
+from feeds.config import Config
+from feeds.errors import ConfigError
 from feeds.match import Matcher
-from feeds.model import Paper
+from feeds.model import Hit, Paper
+from feeds.say import count, shorten
 from feeds.topics import Criteria, Topic
 
 EXAMPLES = 3
@@ -111,3 +116,171 @@ def _probe_criteria(key: _Key) -> Criteria:
     if kind == "term":
         return Criteria(any=(term,), fields=fields)
     return Criteria(institutions=(term,))
+
+
+@dataclass(frozen=True)
+class Explained:
+    """A paper and why: the hits that make it match a topic, or the `none` terms that
+    keep it out (each where it was found)."""
+
+    paper_id: str
+    title: str
+    hits: tuple[Hit, ...]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What `feeds check --explain TOPIC` shows: every stored paper the topic matches, and
+    every one its `none` terms exclude (that the rest of it would match), newest first."""
+
+    topic: str
+    papers: int  # stored papers read
+    matched: tuple[Explained, ...]
+    excluded: tuple[Explained, ...]
+
+
+_ITSELF, _WITHOUT_NONE = "topic", "without none"  # ids in the explaining matcher
+
+
+def explain_topic(topic: Topic, papers: Iterable[Paper]) -> Explanation:
+    """Return the papers the topic matches with their hits, and those its `none` terms
+    exclude with the none-terms' hits, by the matcher the runs use (see Explanation).
+
+    The matcher is given the topic, the topic without `none`, and each none-term alone in
+    the topic's fields (a probe, as check_topics has): a paper the second matches and the
+    first does not is excluded, and the probes that match it say by which terms where."""
+    c = topic.criteria
+    topics = [(_ITSELF, c)]
+    probes = [f"{_PROBE}{i}" for i in range(len(c.none))]
+    if c.none:
+        topics.append((_WITHOUT_NONE, replace(c, none=())))
+        topics += [
+            (p, _probe_criteria(("term", t, c.fields))) for p, t in zip(probes, c.none, strict=True)
+        ]
+    matcher = Matcher(topics)
+    total = 0
+    matched: list[Explained] = []
+    excluded: list[Explained] = []
+    for paper in papers:
+        total += 1
+        found = dict(matcher.match(paper))
+        if _ITSELF in found:
+            matched.append(Explained(paper.paper_id, paper.title, found[_ITSELF]))
+        elif _WITHOUT_NONE in found:
+            hits = tuple(h for p in probes for h in found.get(p, ()))
+            excluded.append(Explained(paper.paper_id, paper.title, hits))
+    return Explanation(topic.id, total, tuple(reversed(matched)), tuple(reversed(excluded)))
+
+
+def reported(
+    config: Config,
+    papers: Iterable[Paper],
+    now: datetime,
+    warnings: Sequence[str] = (),
+    quiet: bool = False,
+    progress: Callable[[int], None] = lambda _n: None,
+) -> tuple[dict[str, Any], list[str]]:
+    """Return what `feeds check` prints, with `--json` and without: the config's
+    `warnings` (feeds.config.warnings), check_topics' report of the papers, and the
+    schedule's next times after `now` (by the trigger `feeds watch` runs)."""
+    from feeds.schedule import next_times
+
+    total, reports = check_topics(config.topics, papers, progress)
+    upcoming = next_times(config.settings, now)
+    return (
+        report_json(config, warnings, total, reports, upcoming),
+        report_lines(config, warnings, total, reports, upcoming, quiet),
+    )
+
+
+def explained(topic: Topic, papers: Iterable[Paper]) -> tuple[dict[str, Any], list[str]]:
+    """Return what `feeds check --explain` prints, with `--json` and without."""
+    e = explain_topic(topic, papers)
+    return explained_json(e), explain_lines(e)
+
+
+def report_json(
+    config: Config, warnings: Sequence[str], papers: int, reports: list[TopicReport],
+    upcoming: list[datetime],
+) -> dict[str, Any]:  # fmt: skip
+    """Return what `feeds check --json` prints: the report, the config's warnings (valid,
+    likely not meant) and the schedule's next times."""
+    s = config.settings
+    return {"config": "ok", "warnings": list(warnings),
+            "papers": papers, "topics": [asdict(r) for r in reports],
+            "schedule": {"cron": s.schedule_cron, "every": s.schedule_every,
+                         "next": [t.isoformat() for t in upcoming]}}  # fmt: skip
+
+
+def report_lines(
+    config: Config, warnings: Sequence[str], papers: int, reports: list[TopicReport],
+    upcoming: list[datetime], quiet: bool,
+) -> list[str]:  # fmt: skip
+    """Return what `feeds check` prints: the config's warnings as `file:line: warning: ...`,
+    the schedule's next times (`quiet`: not), then per topic its count, a few titles (not
+    with `quiet`) and its warnings."""
+    from feeds.schedule import in_seconds, say_every, say_when
+
+    lines = [f"{config.subscriptions_path}: ok, {count(len(config.topics), 'topic')}"]
+    lines += warnings
+    s = config.settings
+    if not quiet:
+        how = f"cron '{s.schedule_cron}'" if s.schedule_cron else f"every {say_every(s)}"
+        lines.append(f"schedule of feeds watch: {how}, in UTC")
+        lines += [f"  next: {say_when(when, seconds=in_seconds(s))}" for when in upcoming]
+    if not papers:
+        lines.append("no stored papers yet: run `feeds run` to see what each topic matches")
+        return lines
+    lines.append(f"against {count(papers, 'stored paper')}:")
+    for r in reports:
+        lines.append(f"  {r.id}: {count(r.matches, 'paper')}")
+        if not quiet:
+            lines += [f"      {shorten(title, 90)}" for title in r.examples]
+        lines += [f"    warning: {warning}" for warning in r.warnings]
+    return lines
+
+
+def topic_of(config: Config, topic_id: str) -> Topic:
+    """Return the topic of that id, or raise ConfigError (a usage error) with a suggestion."""
+    for topic in config.topics:
+        if topic.id == topic_id:
+            return topic
+    from feeds.configfile import _close  # the suggestions config errors make
+
+    hint = _close(topic_id, tuple(t.id for t in config.topics))
+    also = f" — did you mean {hint[0]!r}?" if hint else ""
+    where = config.subscriptions_path
+    raise ConfigError(f"--explain: no topic {topic_id!r} in {where}{also}")
+
+
+def explain_lines(e: Explanation) -> list[str]:
+    """Return an explanation as `feeds check --explain` prints it: each paper's title, then
+    why, as feed items say it ("matched: 推测解码 in summary")."""
+    from feeds.publish.view import matched_text
+
+    if not e.papers:
+        return ["no stored papers yet: run `feeds run` to see what the topic matches"]
+    lines = [f"{e.topic}: matches {count(len(e.matched), 'paper')} of {e.papers:,} stored"]
+    for p in e.matched:
+        lines += [f"  {shorten(p.title, 90)}", f"      matched: {matched_text(p.hits)}"]
+    if e.excluded:
+        lines.append(f"excluded by its none terms: {count(len(e.excluded), 'paper')}")
+        for p in e.excluded:
+            lines += [f"  {shorten(p.title, 90)}", f"      excluded: {matched_text(p.hits)}"]
+    return lines
+
+
+def explained_json(e: Explanation) -> dict[str, Any]:
+    """Return an explanation as `--json` prints it: each paper's id, title, the line feed
+    items say (`why`) and every hit."""
+    from feeds.publish.view import matched_text
+
+    def rows(papers: tuple[Explained, ...]) -> list[dict[str, Any]]:
+        return [
+            {"paper_id": p.paper_id, "title": p.title, "why": matched_text(p.hits),
+             "hits": [{"term": h.term, "field": h.field} for h in p.hits]}
+            for p in papers
+        ]  # fmt: skip
+
+    return {"topic": e.topic, "papers": e.papers, "matched": rows(e.matched),
+            "excluded": rows(e.excluded)}  # fmt: skip

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ import click
 from feeds import __version__
 from feeds.config import Config, load
 from feeds.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ConfigError, FeedsError, StateError
-from feeds.say import count, shorten
+from feeds.say import count
 from feeds.settings import check_places
 
 if TYPE_CHECKING:
@@ -88,23 +89,9 @@ def _config(
         values["state"] = state
     s = replace(config.settings, **values)
     check_places(s, (subscriptions, settings))
-    if s.alerts:  # the config may come from the cache: the environment is read anew
-        import os
-
-        from feeds.alerts.env import expand
-
-        for alert in s.alerts:
-            expand(alert.to, os.environ, file=alert.file, line=alert.line)
+    # Alerts' `${NAME}`s are not read here: an unset one stops only its destination, when
+    # a run sends (feeds.alerts.send), and `feeds check` warns of it.
     return replace(config, settings=s)
-
-
-def _duration(seconds: float | None) -> str:
-    """Return a schedule's interval as the settings write it (`15m`, `2h`, `90s`)."""
-    seconds = seconds or 900  # the default schedule (see schedule.trigger_for)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size:g}{unit}"
-    return f"{seconds:g}s"
 
 
 def _inbox_exists(config: Config, options: tuple[Path, ...]) -> None:
@@ -178,8 +165,16 @@ def _print_summary(summary: RunSummary, config: Config, quiet: bool, offline: bo
         waiting = summary.alerts_pending.get(shown, 0)
         click.echo(f"alert failed: {shown}: {why} ({count(waiting, 'paper')} kept for the"
                    " next try)", err=True)  # fmt: skip
-    if quiet:
+    for shown, why in summary.alerts_unset.items():
+        waiting = summary.alerts_pending.get(shown, 0)
+        click.echo(f"alert not sent: {shown}: {why}; {count(waiting, 'paper')} pending",
+                   err=True)  # fmt: skip
+    if quiet:  # a wait is no news: the run that failed said so (see RunSummary.exit_code)
         return
+    for shown, words in summary.alerts_waiting.items():
+        waiting = summary.alerts_pending.get(shown, 0)
+        click.echo(f"alert waiting: {shown}: {words}; {count(waiting, 'paper')} pending",
+                   err=True)  # fmt: skip
     s = summary
     click.echo(f"digests: {s.digests} new, {s.known} already ingested, {len(s.rejected)} rejected")
     click.echo(f"papers: {s.papers_new} new, {s.papers_updated} updated, {s.papers_total} in total")
@@ -237,12 +232,17 @@ def status(
 
 @cli.command()
 @_options("subscriptions", "settings", "state", "quiet", "json", unlisted=_UNUSED)
+@click.option(
+    "--explain", metavar="TOPIC",
+    help="List every stored paper the topic matches and why, and those its `none` excludes.",
+)  # fmt: skip
 def check(
     subscriptions: Path, settings: Path | None, state: Path | None, quiet: bool, as_json: bool,
-    **_ignored: Any,
+    explain: str | None, **_ignored: Any,
 ) -> None:  # fmt: skip
     """Validate the config; show what each topic matches among the stored papers."""
-    from feeds.check import check_topics
+    from feeds.check import explained, reported, topic_of
+    from feeds.config import warnings
     from feeds.state import Store
 
     show = sys.stderr.isatty() and not quiet and not as_json
@@ -253,11 +253,17 @@ def check(
 
     try:
         config = _config(subscriptions, settings, state=state)
+        topic = None if explain is None else topic_of(config, explain)
         store = None
         if config.settings.state.exists():
             store = Store(config.settings.state, datetime.now(UTC))
         try:  # the papers are streamed: a long history does not fill memory
-            papers, reports = check_topics(config.topics, store.papers() if store else (), progress)
+            stored = store.papers() if store else ()
+            if topic is not None:
+                doc, lines = explained(topic, stored)
+            else:
+                found = warnings(config, os.environ)
+                doc, lines = reported(config, stored, datetime.now(UTC), found, quiet, progress)
         finally:
             if store is not None:
                 store.close()
@@ -266,37 +272,7 @@ def check(
         return
     if show:
         click.echo("\r\033[K", nl=False, err=True)
-    from feeds.schedule import next_times, say_when
-
-    s = config.settings
-    upcoming = next_times(s, datetime.now(UTC))  # by the trigger `feeds watch` runs
-    if as_json:
-        doc = {"config": "ok", "papers": papers, "topics": [asdict(r) for r in reports],
-               "schedule": {"cron": s.schedule_cron, "every": s.schedule_every,
-                            "next": [t.isoformat() for t in upcoming]}}  # fmt: skip
-        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
-        return
-    click.echo(f"{config.subscriptions_path}: ok, {count(len(config.topics), 'topic')}")
-    if not quiet:
-        how = (
-            f"cron '{s.schedule_cron}'"
-            if s.schedule_cron
-            else f"every {_duration(s.schedule_every)}"
-        )
-        click.echo(f"schedule of feeds watch: {how}, in UTC")
-        for when in upcoming:
-            click.echo(f"  next: {say_when(when)}")
-    if not papers:
-        click.echo("no stored papers yet: run `feeds run` to see what each topic matches")
-        return
-    click.echo(f"against {count(papers, 'stored paper')}:")
-    for r in reports:
-        click.echo(f"  {r.id}: {count(r.matches, 'paper')}")
-        if not quiet:
-            for title in r.examples:
-                click.echo(f"      {shorten(title, 90)}")
-        for warning in r.warnings:
-            click.echo(f"    warning: {warning}")
+    click.echo(json.dumps(doc, ensure_ascii=False, indent=2) if as_json else "\n".join(lines))
 
 
 @cli.command()
@@ -448,11 +424,13 @@ def init(folder: Path) -> None:
 
 @cli.command()
 @_options("subscriptions", "settings", "state", "json")
-@click.option("--test", "test", is_flag=True, help="Send a short test message to each one.")
-def alerts(
-    subscriptions: Path, settings: Path | None, state: Path | None, as_json: bool, test: bool
-) -> None:
-    """List the alert destinations (service and host), or send each a test message."""
+@click.option("--test", is_flag=True, help="Send each a test message (one that arrives: no wait).")
+@click.option("--send-now", is_flag=True, help="Send each what is pending now, backoff or not.")
+def alerts(subscriptions: Path, settings: Path | None, state: Path | None, as_json: bool,
+           test: bool, send_now: bool) -> None:  # fmt: skip
+    """List the alert destinations, send each a test message, or what is pending now."""
+    if test and send_now:
+        raise click.UsageError("--test or --send-now, not both")
     try:
         config = _config(subscriptions, settings, state=state)
     except FeedsError as e:
@@ -460,6 +438,9 @@ def alerts(
         return
     if not config.settings.alerts:
         click.echo("no alert destinations: add `alerts:` to the settings (see the README)")
+        return
+    if send_now:
+        _send_now(config, as_json)
         return
     if not test:
         from feeds.status import gather
@@ -472,9 +453,13 @@ def alerts(
         click.echo(json.dumps(destinations, ensure_ascii=False, indent=2) if as_json
                    else "\n".join(_alert_lines(destinations)))  # fmt: skip
         return
-    from feeds.alerts.send import send_tests
+    from feeds.alerts.send import send_test_messages
 
-    results = send_tests(config)
+    try:
+        results = send_test_messages(config)
+    except FeedsError as e:  # the state is locked or cannot be written
+        _fail(e)
+        return
     if as_json:
         doc = [{"destination": s, "ok": d.ok, "error": d.error} for s, d in results]
         click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
@@ -482,6 +467,23 @@ def alerts(
         for shown, delivery in results:
             click.echo(f"{shown}: " + ("sent" if delivery.ok else f"failed: {delivery.error}"))
     sys.exit(EXIT_OK if all(d.ok for _s, d in results) else EXIT_FAILURE)
+
+
+def _send_now(config: Config, as_json: bool) -> None:
+    """`feeds alerts --send-now`: say per destination what went; exit 4 if one did not."""
+    from feeds.alerts.send import send_pending
+    from feeds.errors import EXIT_UNDELIVERED
+
+    try:
+        outcomes = send_pending(config)
+    except FeedsError as e:
+        _fail(e)
+        return
+    doc = [{"destination": o.shown, "sent": o.papers, "pending": o.pending,
+            "error": o.error or o.unset} for o in outcomes]  # fmt: skip
+    click.echo(json.dumps(doc, indent=2) if as_json else "\n".join(o.said() for o in outcomes)
+               or "nothing pending: no state yet (`feeds run` first)")  # fmt: skip
+    sys.exit(EXIT_OK if all(o.ok for o in outcomes) else EXIT_UNDELIVERED)
 
 
 def _alert_lines(destinations: list[dict[str, Any]]) -> list[str]:

@@ -5,6 +5,7 @@ feeds.settings's and feeds.topics's."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from feeds.settings import LinkSettings, Settings
 from feeds.topics import DEFAULT_FIELDS, FIELDS, Criteria, Topic
 
 __all__ = ["DEFAULT_FIELDS", "FIELDS", "Config", "Criteria", "LinkSettings", "Settings", "Topic",
-           "load", "load_settings", "load_subscriptions"]  # fmt: skip
+           "load", "load_settings", "load_subscriptions", "warnings"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -61,3 +62,15 @@ def load(subscriptions: Path, settings: Path | None) -> Config:
         return config
 
     return cached("config", (subscriptions, settings), build, Config)
+
+
+def warnings(config: Config, environ: Mapping[str, str]) -> list[str]:
+    """Return what `feeds check` warns of, as `file:line: warning: ...`: what is valid but
+    likely not meant (a term holding a comma), and an alert's `${NAME}` that is not set in
+    `environ` (a run would skip that destination; cron may set it where this does not)."""
+    from feeds.alerts.env import unset_variables
+
+    found = [f"{w.file}:{w.line}: warning: {w.message}" for t in config.topics for w in t.warnings]
+    for e in unset_variables(config.settings.alerts, environ):
+        found.append(f"{e.file}:{e.line}: warning: {e.message}")
+    return found

@@ -16,11 +16,12 @@ from urllib.parse import urlsplit
 import yaml
 
 from feeds.errors import ConfigError
+from feeds.model import Diagnostic
 from feeds.settings import AlertDestination, LinkSettings, Settings, places_problem
 from feeds.terms import check_term
 from feeds.text import clean_xml
-from feeds.topics import DEFAULT_FIELDS, FIELDS, Criteria, Topic
-from feeds.yamlload import compose, line_of, scalar
+from feeds.topics import DEFAULT_FIELDS, FIELDS, Criteria, Topic, comma_warning
+from feeds.yamlload import compose, line_of, scalar, text_lists
 
 TOPIC_ID_MAX = 63  # a file name part, and a URL path segment
 TOPIC_ID = re.compile(rf"^[a-z0-9][a-z0-9-]{{0,{TOPIC_ID_MAX - 1}}}$")
@@ -230,6 +231,12 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
             "any, all, authors, institutions, venues ('none' alone would match everything)",
         )
     max_items = _count(r, m["max_items"], "max_items", 1, MAX_ITEMS) if "max_items" in m else None
+    commas = [  # valid, but `any: a, b` is one term: said by `feeds check`
+        Diagnostic(str(r.path), line_of(item), warning)
+        for key in ("any", "all", "none") if key in m
+        for item, texts, index in text_lists(m[key])
+        if (warning := comma_warning(texts, index)) is not None
+    ]  # fmt: skip
     return Topic(
         id=topic_id,
         title=r.text(m["title"], "title"),
@@ -237,6 +244,7 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
         description=r.text(m["description"], "description") if "description" in m else None,
         max_items=max_items,
         line=line_of(node),
+        warnings=tuple(commas),
     )
 
 
@@ -371,14 +379,18 @@ def _alert(r: _Reader, node: yaml.Node) -> AlertDestination:
     """Return an alert destination, checked now: its `${NAME}`s are set and Apprise knows
     its URL (the messages never quote the URL: it may hold secrets)."""
     from feeds.alerts.deliver import describe  # Apprise: only for a config with alerts
-    from feeds.alerts.env import expand
+    from feeds.alerts.env import check_syntax, expand, unset_names
 
     a = r.mapping(node, ("to", "topics", "every", "max_papers"), "an alert")
     if "to" not in a:
         raise r.fail(node, "an alert needs `to:`, an Apprise URL (mailto://, ntfy://, json://...)")
     to = r.text(a["to"], "alerts.to")
     line = line_of(a["to"])
-    describe(expand(to, os.environ, file=str(r.path), line=line))  # raises, saying why
+    check_syntax(to, file=str(r.path), line=line)
+    # An unset variable is no error here: cron and systemd may set it where the run happens,
+    # and a run without it stops only this destination (feeds.alerts.send).
+    if not unset_names(to, os.environ):
+        describe(expand(to, os.environ, file=str(r.path), line=line))  # raises, saying why
     topics = r.texts(a["topics"], "alerts.topics") if "topics" in a else None
     every = _duration(r, a["every"], "alerts.every", least=60) if "every" in a else None
     most = _count(r, a["max_papers"], "alerts.max_papers", 1, 10_000) if "max_papers" in a else None

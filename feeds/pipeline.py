@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from feeds.alerts.send import Outcome
     from feeds.links.enrich import Throttle
     from feeds.model import Diagnostic, Paper, ParsedDigest
+    from feeds.sources import Down
 
 Progress = Callable[[str], None]
 
@@ -68,12 +69,19 @@ class RunSummary:
     alerts_sent: dict[str, int] = field(default_factory=dict)  # destination: papers sent
     alerts_failed: dict[str, str] = field(default_factory=dict)  # destination: why
     alerts_pending: dict[str, int] = field(default_factory=dict)  # destination: papers waiting
+    alerts_unset: dict[str, str] = field(default_factory=dict)  # destination: variable unset
+    # destination: "waiting until 07:35 UTC after a failed try (...)", not tried this run
+    alerts_waiting: dict[str, str] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
         if self.rejected or self.problems:
             return EXIT_REJECTED
-        return EXIT_UNDELIVERED if self.alerts_failed else EXIT_OK
+        # A destination that waits out its backoff is no new failure: the run that failed
+        # exited 4 and said why, and the retry after the backoff will again if it fails.
+        # Exiting 4 on every cycle in between would have cron mail the same stale failure
+        # every 15 minutes. An unset variable is a failure of each run until it is set.
+        return EXIT_UNDELIVERED if self.alerts_failed or self.alerts_unset else EXIT_OK
 
     def as_json(self) -> dict[str, Any]:
         # Field by field: asdict's deep copy of a thousand topics' counts shows on a no-op.
@@ -126,14 +134,15 @@ class _Collected:
         self.rejected: list[Rejection] = []
         self.deferred: list[str] = []
         self.retry_at: float | None = None
-        self.stale: list[str] = []
+        self.stale: list[str] = []  # sources that became stale since the last run
+        self.down: list[Down] = []  # sources whose failures began in this run
         self.missing: list[str] = []  # inbox folders that do not exist
         self.unchanged = 0  # files read before and not changed since
 
 
 def _inputs(
     config: Config, store: Store, now: datetime, settle: float, offline: bool,
-    got: _Collected,
+    got: _Collected, last_run: datetime | None = None,
 ) -> Iterator[Input]:  # fmt: skip
     """Yield the new inputs one at a time (a big inbox is never held in memory): files
     from the inbox folders that are new or changed, then the remote sources' new content."""
@@ -164,8 +173,9 @@ def _inputs(
     if s.sources and not offline:
         from feeds.remote import fetch_sources  # the network stack, only when used
 
-        fetched, stale = fetch_sources(store, s, now)
+        fetched, stale, down = fetch_sources(store, s, now, last_run)
         got.stale.extend(stale)
+        got.down.extend(down)
         yield from fetched
 
 
@@ -190,7 +200,8 @@ def _cycle(
     rejected = got.rejected
     # Digests are ingested in commits of many, each whole or not at all (Store.batched).
     with store.batched(_PAPERS_PER_COMMIT) as batch:
-        for n, item in enumerate(_inputs(config, store, now, settle, offline, got), start=1):
+        inputs = _inputs(config, store, now, settle, offline, got, last)
+        for n, item in enumerate(inputs, start=1):
             progress(f"digest {n}: {item.name} ({counts['new']} new papers so far)")
             parsed = _ingest(store, item, now, counts, rejected)
             if parsed is not None:
@@ -201,7 +212,7 @@ def _cycle(
     arxiv = _throttle(s.links.arxiv_delay) if asks_arxiv else None
     harvested: dict[str, int] = {}
     if s.arxiv:
-        harvested = _harvest(config, store, now, counts, problems, got, progress, arxiv)
+        harvested = _harvest(config, store, now, counts, problems, got, progress, arxiv, last)
     progress("matching")
     new_matches = _match(config, store, now, progress)
     progress("publishing")
@@ -238,7 +249,7 @@ def _cycle(
         link_statuses=report.statuses if report else {},
         lookups=report.looked_up if report else 0,
         links_looked_up=report.found if report else 0,
-        warnings=report.problems if report else (),
+        warnings=(*_said_down(got), *(report.problems if report else ())),
         deferred=tuple(got.deferred),
         retry_at=got.retry_at,
         stale=tuple(got.stale),
@@ -251,21 +262,35 @@ def _cycle(
         alerts_sent={name: a.papers for name, a in _named(alerts) if a.ok and a.papers},
         alerts_failed={name: a.error for name, a in _named(alerts) if a.error},
         alerts_pending={name: a.pending for name, a in _named(alerts) if a.pending},
+        alerts_unset={name: a.unset for name, a in _named(alerts) if a.unset},
+        alerts_waiting={name: a.waiting for name, a in _named(alerts) if a.waiting},
     )
     with store.transaction():
         store.finish_run(run_id, clock(), summary.as_json())
     return summary
 
 
+def _said_down(got: _Collected) -> tuple[str, ...]:
+    """Return the sources whose failures began in this run, in words (said once)."""
+    if not got.down:
+        return ()
+    from feeds.sources import say_down
+
+    return say_down(got.down)
+
+
 def _harvest(
     config: Config, store: Store, now: datetime, counts: dict[str, int],
     problems: list[Diagnostic], got: _Collected, progress: Progress, arxiv: Throttle | None,
+    last_run: datetime | None = None,
 ) -> dict[str, int]:  # fmt: skip
     """Harvest the followed arXiv categories that are due (`arxiv`, the run's pace for
     arXiv, is None offline: nothing is asked) and store what they brought; return the new
-    entries per category. Every category's health is said (stale)."""
+    entries per category (those that failed and brought nothing are not listed). A
+    category's trouble is said once: when its failures begin (got.down), and when it
+    becomes stale (got.stale)."""
     from feeds.arxiv.source import harvest, source_key
-    from feeds.sources import stale_reason
+    from feeds.sources import Down, failing_since, newly_stale, put_failing_since
 
     s = config.settings
     brought: dict[str, int] = {}
@@ -273,6 +298,7 @@ def _harvest(
         progress("arXiv: harvesting " + ", ".join(s.arxiv))
         for h in harvest(store, s, now, arxiv):
             key = source_key(h.category)
+            before = store.source(key)
             with store.transaction():  # the entries, the cursor and the health together
                 stored = store.put_papers([(0, p.as_paper()) for p in h.papers], key, now)
                 for result, n in stored.counts.items():
@@ -282,10 +308,17 @@ def _harvest(
                 problems.extend(_collision(f"arXiv {h.category}", c) for c in stored.collisions)
                 store.put_harvest_cursor(h.category, h.cursor.to_text())
                 store.put_source(h.source)
-            brought[h.category] = len(h.papers)
+                put_failing_since(store, key, before, h.source, now)
+            if h.source.failures and not before.failures:
+                cause = h.source.error or "failed"
+                got.down.append(Down(f"arXiv {h.category}", cause, h.source.next_try))
+            if h.papers or not h.source.error:  # `+0` only when it was asked and answered
+                brought[h.category] = len(h.papers)
     stale_after = timedelta(seconds=s.stale_after)
     for category in s.arxiv:
-        reason = stale_reason(store.source(source_key(category)), now, stale_after)
+        key = source_key(category)
+        since = failing_since(store, key)
+        reason = newly_stale(store.source(key), now, stale_after, since, last_run)
         if reason:
             got.stale.append(f"arXiv {category}: {reason}")
     return brought

@@ -110,9 +110,26 @@ def next_times(settings: Settings, now: datetime, count: int = 3) -> list[dateti
     return times
 
 
-def say_when(when: datetime) -> str:
-    """Return a time as `2026-12-07 07:00 UTC (Mon)`."""
-    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC (%a)")
+def say_when(when: datetime, *, seconds: bool = False) -> str:
+    """Return a time as `2026-12-07 07:00 UTC (Mon)`, or with `seconds` as
+    `2026-12-07 07:00:30 UTC (Mon)` (for a schedule that is not in whole minutes)."""
+    clock = "%H:%M:%S" if seconds else "%H:%M"
+    return when.astimezone(UTC).strftime(f"%Y-%m-%d {clock} UTC (%a)")
+
+
+def say_every(settings: Settings) -> str:
+    """Return the schedule's interval as the settings write it (`15m`, `2h`, `90s`)."""
+    seconds = settings.schedule_every or 900  # the default schedule (see trigger_for)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def in_seconds(settings: Settings) -> bool:
+    """Return True when the schedule's times need their seconds to be told apart: an
+    interval that is not whole minutes (`30s`, `90s`). A cron line fires on minutes."""
+    return not settings.schedule_cron and (settings.schedule_every or 900) % 60 != 0
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
@@ -153,7 +170,7 @@ def watch(
         # which shutdown() holds while it waits for this very cycle to end.
         after = trigger.get_next_fire_time(None, datetime.now(UTC))
         if after is not None and not stop.is_set():
-            log.info("next cycle: %s", say_when(after))
+            log.info("next cycle: %s", say_when(after, seconds=in_seconds(settings)))
         if retry_at is not None and not stop.is_set():
             when = datetime.fromtimestamp(retry_at, UTC) + timedelta(milliseconds=200)
             scheduler.add_job(run_cycle, DateTrigger(when), id=RETRY, replace_existing=True)

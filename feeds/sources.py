@@ -6,10 +6,11 @@ The network edge of ingestion; what comes back is handled like a file from the i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from feeds.errors import FeedsError
 from feeds.links.policy import backoff
@@ -23,14 +24,18 @@ from feeds.net import (
     deadline,
     follow,
 )
+from feeds.net.errors import ConnectionFailed
 
 if TYPE_CHECKING:
     from feeds.net.client import Client, Response
+    from feeds.state import Store
 
 MAX_DIGEST_BYTES = 20 * 1024 * 1024
 MAX_REDIRECTS = 4  # followed: five requests at most
 RETRY_FIRST = timedelta(minutes=5)
 RETRY_MAX = timedelta(hours=6)
+# The state's meta keys of when each failing source began to fail (see failing_since).
+_FAILING_SINCE = "failing since:"
 
 
 class SourceFailed(FeedsError):
@@ -99,12 +104,8 @@ def _get(
                 if body is None:
                     raise SourceFailed(f"larger than {MAX_DIGEST_BYTES} bytes")
                 return Fetched(body, r.headers.get("etag"), r.headers.get("last-modified"))
-    except (BlockedAddress, NameNotResolved) as e:
-        raise SourceFailed(str(e)) from e
-    except TimedOut as e:
-        raise SourceFailed("timed out") from e
     except NetError as e:
-        raise SourceFailed(e.described[:200]) from e
+        raise SourceFailed(f"{urlsplit(url).hostname}: {unreachable_words(e)}") from e
 
 
 def after_failure(state: SourceState, now: datetime, error: str) -> SourceState:
@@ -130,14 +131,99 @@ def after_success(state: SourceState, fetched: Fetched, now: datetime) -> Source
     )
 
 
-def stale_reason(state: SourceState, now: datetime, stale_after: timedelta) -> str | None:
-    """Return why a source is stale (failing, or unchanged for long), or None."""
+def unreachable_words(e: NetError) -> str:
+    """Return why a request got no answer, in words: `its name does not resolve`, not
+    `[Errno -2] Name or service not known` (the host is the caller's to name)."""
+    if isinstance(e, BlockedAddress):
+        return f"not asked: {e.message}"
+    if isinstance(e, NameNotResolved):
+        return "its name does not resolve (no network, or no such host)"
+    if isinstance(e, TimedOut):
+        return "no answer in time"
+    if isinstance(e, ConnectionFailed):
+        return "connection refused" if "refused" in e.message.lower() else "connection lost"
+    return e.described[:200]
+
+
+def stale_reason(
+    state: SourceState, now: datetime, stale_after: timedelta, since: datetime | None = None
+) -> str | None:
+    """Return why a source is stale (failing, or unchanged, for `stale_after`), or None.
+
+    `since`: when its failures began (failing_since); unknown, a failing source is stale.
+    """
     if state.error and state.failures:
-        since = state.last_ok.isoformat() if state.last_ok else "never fetched"
-        return f"failing ({state.error}); last fetched: {since}"
+        if since is not None and now - since < stale_after:
+            return None  # a first failure, or a short one: said once (say_down), not stale
+        how_long = f" for {_duration_text(now - since)}" if since is not None else ""
+        last = f"last fetched {_say(state.last_ok)}" if state.last_ok else "never fetched"
+        return f"failing{how_long} ({state.error}); {last}"
     if state.last_change and now - state.last_change >= stale_after:
         return f"unchanged for {_duration_text(now - state.last_change)}"
     return None
+
+
+def newly_stale(
+    state: SourceState, now: datetime, stale_after: timedelta, since: datetime | None,
+    last_run: datetime | None,
+) -> str | None:  # fmt: skip
+    """Return why a source is stale when it became so since the last run, else None: a run
+    says it once (cron mails only news); `feeds status` shows it as long as it lasts."""
+    reason = stale_reason(state, now, stale_after, since)
+    if reason and last_run is not None and last_run < now:
+        return None if stale_reason(state, last_run, stale_after, since) else reason
+    return reason
+
+
+def failing_since(store: Store, key: str) -> datetime | None:
+    """Return when a source's current failures began, as the state keeps it."""
+    text = store.meta(_FAILING_SINCE + key)
+    return datetime.fromisoformat(text) if text else None
+
+
+def put_failing_since(
+    store: Store, key: str, before: SourceState, after: SourceState, now: datetime
+) -> datetime | None:
+    """Record when a source's failures began (now, when this try is the first to fail;
+    nothing once it works again) and return it. Call in the transaction of put_source."""
+    since = failing_since(store, key)
+    if not after.failures:
+        if since is not None:
+            store.set_meta(_FAILING_SINCE + key, "")
+        return None
+    if before.failures and since is not None:
+        return since
+    store.set_meta(_FAILING_SINCE + key, now.isoformat())
+    return now
+
+
+@dataclass(frozen=True)
+class Down:
+    """A source this run found failing, its failures just begun."""
+
+    name: str  # `arXiv cs.CL`, or the URL
+    cause: str  # in words
+    retry_at: datetime | None
+
+
+def say_down(down: Iterable[Down]) -> tuple[str, ...]:
+    """Return the sources that began to fail, in words, those with one cause in one line:
+    `sources arXiv cs.CL, arXiv cs.LG down (export.arxiv.org: its name does not resolve
+    ...); tried again after 2026-12-07 09:05 UTC`."""
+    causes: dict[str, list[Down]] = {}
+    for d in down:
+        causes.setdefault(d.cause, []).append(d)
+    lines = []
+    for cause, ds in causes.items():
+        which = "sources" if len(ds) > 1 else "source"
+        line = f"{which} {', '.join(d.name for d in ds)} down ({cause})"
+        retry = min((d.retry_at for d in ds if d.retry_at), default=None)
+        lines.append(line + (f"; tried again after {_say(retry)}" if retry else ""))
+    return tuple(lines)
+
+
+def _say(dt: datetime) -> str:
+    return dt.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _duration_text(d: timedelta) -> str:

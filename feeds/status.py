@@ -14,7 +14,7 @@ from feeds.links.policy import LOOKUPS_KEY, NETWORK_KEY, Outage, say_outage
 from feeds.model import SourceState
 from feeds.say import count
 from feeds.settings import AlertDestination
-from feeds.sources import stale_reason
+from feeds.sources import failing_since, stale_reason
 from feeds.state import Store
 
 
@@ -30,12 +30,14 @@ def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:
         members = store.member_counts()
         last = store.last_run()
         extra = {"links_in_error": _links_in_error(store)} if verbose else {}
+        rejected = store.rejected(_present)  # not those of files fixed or deleted since
         return {
             "state": str(path),
             **store.counts(),
+            "rejected": len(rejected),
             "rejected_digests": [
                 {"name": r.name, "seen": r.seen.isoformat(), "reason": r.reason}
-                for r in store.rejected()
+                for r in rejected
             ],
             "skipped_records": [str(d) for d in store.diagnostics()],
             "topics": {t.id: members.get(t.id, 0) for t in config.topics},
@@ -44,7 +46,9 @@ def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:
             "network": _outage(store.meta(NETWORK_KEY)),
             "lookup_apis": _outage(store.meta(LOOKUPS_KEY)),
             **extra,
-            "sources": [_source(src, config) for src in store.sources()],
+            "sources": [
+                _source(src, config, failing_since(store, src.url)) for src in store.sources()
+            ],
             "alerts": _alerts(config, store),
             "last_run": None if last is None else {
                 "started": last.started.isoformat(),
@@ -54,6 +58,12 @@ def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:
         }  # fmt: skip
     finally:
         store.close()
+
+
+def _present(path: str | bytes) -> bool:
+    """Return False for an inbox file known to be deleted: gone from a folder that is
+    there (`status` run from another folder than the runs finds neither: not deleted)."""
+    return os.path.exists(path) or not os.path.isdir(os.path.dirname(path) or ".")
 
 
 def _alerts(config: Config, store: Store) -> list[dict[str, Any]]:
@@ -126,8 +136,9 @@ def _links_in_error(store: Store) -> list[dict[str, Any]]:
     return sorted(found, key=lambda x: (x["host"], x["url"]))
 
 
-def _source(src: SourceState, config: Config) -> dict[str, Any]:
-    stale = stale_reason(src, datetime.now(UTC), timedelta(seconds=config.settings.stale_after))
+def _source(src: SourceState, config: Config, since: datetime | None) -> dict[str, Any]:
+    stale_after = timedelta(seconds=config.settings.stale_after)
+    stale = stale_reason(src, datetime.now(UTC), stale_after, since)
     return {
         "url": src.url,
         "last_ok": src.last_ok.isoformat() if src.last_ok else None,

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a run that reads the config from the cache does not load feeds.model
+    from feeds.model import Diagnostic
 
 # The fields of a paper that terms are looked for in (see feeds.fields).
 FIELDS = ("title", "summary", "authors", "institutions", "comments", "venue", "categories")
@@ -35,6 +40,8 @@ class Topic:
     description: str | None = None
     max_items: int | None = None
     line: int = 0
+    # What is valid but likely not meant (see comma_warning), at its file and line.
+    warnings: tuple[Diagnostic, ...] = field(default=(), compare=False)
 
     # Both are kept in the state and compared on every run; computed once and cached with
     # the config. The repr of a frozen dataclass of tuples of strings is stable.
@@ -53,3 +60,26 @@ class Topic:
 
         data = [self.title, self.description, self.max_items]
         return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
+
+
+_COMMAS = re.compile(r"[,，]")  # NFKC makes the full-width comma a comma
+
+
+def comma_warning(items: tuple[str, ...], index: int) -> str | None:
+    """Return a warning for the term `items[index]` if it holds a comma, suggesting the list
+    `items` with it split; None for other terms and for regular expressions.
+
+    YAML reads `any: 幻觉, hallucinat*` as the one term "幻觉, hallucinat*" (a comma
+    separates only inside [...]), which matches only that text, comma included; so does a
+    quoted item, `[a, "b, c"]`."""
+    from feeds.terms import regex_source
+
+    term = items[index]
+    if not _COMMAS.search(term) or regex_source(term) is not None:
+        return None
+    parts = [p.strip() for p in _COMMAS.split(term) if p.strip()]
+    listed = [*items[:index], *parts, *items[index + 1 :]]
+    return (
+        f"{term!r} is one term, comma included (a comma separates terms only in a list);"
+        f" for {len(parts)} terms write [{', '.join(listed)}]"
+    )

@@ -11,6 +11,7 @@ value the config validator sees is what the user typed.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,27 @@ def line_of(node: yaml.Node) -> int:
     return int(node.start_mark.line) + 1
 
 
+def text_lists(node: yaml.Node) -> Iterator[tuple[yaml.ScalarNode, tuple[str, ...], int]]:
+    """Yield each scalar of a value, lists within lists flattened, with the texts of the
+    list it is an item of and its place there (a lone value: a list of one)."""
+    if isinstance(node, yaml.ScalarNode):
+        yield node, (str(node.value),), 0
+    elif isinstance(node, yaml.SequenceNode):
+        texts = tuple(_flow(n) for n in node.value)
+        for index, item in enumerate(node.value):
+            if isinstance(item, yaml.ScalarNode):
+                yield item, texts, index
+            else:
+                yield from text_lists(item)
+
+
+def _flow(node: yaml.Node) -> str:
+    """Return a value as one line (`[a, b]`), for a suggestion."""
+    if isinstance(node, yaml.SequenceNode):
+        return "[" + ", ".join(_flow(n) for n in node.value) + "]"
+    return str(node.value) if isinstance(node, yaml.ScalarNode) else "{…}"
+
+
 def compose(text: str, path: Path) -> yaml.Node | None:
     """Return the document's root node, or raise ConfigError with file and line."""
     where = str(path)
@@ -123,14 +145,7 @@ def _compose(text: str, where: str, loader: type[yaml.SafeLoader]) -> yaml.Node 
     except _TooDeep as e:
         raise _too_deep(where, e.line or 0) from e
     except yaml.MarkedYAMLError as e:
-        problem = e.problem_mark or e.context_mark
-        line = int(problem.line) + 1 if problem is not None else None
-        message = f"YAML syntax: {e.problem or e}"
-        start = e.context_mark
-        if e.context and start is not None and int(start.line) + 1 != line:
-            # PyYAML notices an unclosed [ or " only where it expected the end: say where
-            # the thing that is not closed began.
-            message += f" ({e.context} that starts at line {int(start.line) + 1})"
+        line, message = in_words(e, text)
         raise ConfigError(message, file=where, line=line) from e
     except yaml.reader.ReaderError as e:  # a character YAML does not allow in a file
         line = text.count("\n", 0, e.position) + 1
@@ -142,6 +157,95 @@ def _compose(text: str, where: str, loader: type[yaml.SafeLoader]) -> yaml.Node 
     if root is not None:
         _check(root, where)
     return root
+
+
+def in_words(e: yaml.MarkedYAMLError, text: str) -> tuple[int | None, str]:
+    """Return the line of a YAML syntax error and what is wrong in plain words, from
+    PyYAML's own problem, context and marks; the parser's words follow as detail.
+
+    The line is where the mistake is: for a quote or bracket never closed, where it was
+    opened (PyYAML notices only where it expected the end, often the next topic)."""
+    problem, context = e.problem or "", e.context or ""
+    at, start = e.problem_mark or e.context_mark, e.context_mark
+    line = int(at.line) + 1 if at is not None else None
+    began = int(start.line) + 1 if start is not None else None
+    words = _words(problem, context, at, began, text)
+    if words is None:
+        detail = f" ({context} that starts at line {began})" if context and began else ""
+        return line, f"YAML syntax: {problem or e}{detail}"
+    if words[0]:  # said at the line where the unclosed thing began
+        noticed = f"; noticed at line {line}" if line is not None and line != began else ""
+        return began, f"YAML syntax: {words[1]} (PyYAML: {problem}{noticed})"
+    return line, f"YAML syntax: {words[1]} (PyYAML: {problem})"
+
+
+_BLOCK = "the block that starts at line"
+
+
+def _words(
+    problem: str, context: str, at: yaml.Mark | None, began: int | None, text: str
+) -> tuple[bool, str] | None:
+    """Return (whether said at the start line, the words) for the problems people make
+    most, or None for the others (said in the parser's words alone)."""
+    if problem.startswith("found character") and "cannot start any token" in problem:
+        char = _char_at(text, at)
+        if char == "\t":
+            return False, "a tab; YAML indents with spaces only (replace the tab with spaces)"
+        return False, f"a value cannot start with {char!r}; put the value in quotes"
+    if problem.startswith("found undefined alias"):
+        return False, "a value cannot start with '*' (an alias in YAML); put it in quotes"
+    if problem == "found unexpected end of stream" and "quoted scalar" in context:
+        return True, "a quote opened here is never closed"
+    if problem.startswith("found unknown escape character"):
+        return False, (
+            "an unknown backslash escape in double quotes; use single quotes for text with"
+            " backslashes ('/\\d+-bit/')"
+        )
+    if problem.startswith("expected ',' or ']'") and began is not None:
+        return True, "a list opened with '[' here is not closed with ']' (or lacks a ',')"
+    if problem.startswith("expected ',' or '}'") and began is not None:
+        return True, "a mapping opened with '{' here is not closed with '}' (or lacks a ',')"
+    if problem == "mapping values are not allowed here" and at is not None:
+        lines = text.splitlines()
+        before = lines[at.line][: at.column] if at.line < len(lines) else ""
+        if ": " in before or before.rstrip().endswith(":"):
+            return False, (
+                "a colon inside a value that is not quoted; put the value in quotes"
+                f" ({_quoted(lines[at.line])})"
+            )
+        return False, "this line is indented more than the keys it belongs with"
+    if problem.startswith("expected <block end>, but found"):
+        found = problem.rsplit("but found ", 1)[1]
+        block = f" ({_BLOCK} {began})" if began else ""
+        if found in ("'-'", "'<block sequence start>'"):
+            return False, (
+                "a list item ('- ') at the wrong indentation: it lines up with no list"
+                f" above it{block}"
+            )
+        if found in ("'<block mapping start>'", "'?'"):
+            return False, f"a key at the wrong indentation: it lines up with no key above it{block}"
+        if found == "'<scalar>'":
+            return False, "text after a quoted value; quote the whole value"
+        if found in ("']'", "'}'"):
+            return False, f"a {found} that closes nothing"
+    if problem == "but found another document":
+        return False, "a second document ('---'); the file holds one"
+    return None
+
+
+def _char_at(text: str, at: yaml.Mark | None) -> str:
+    """Return the character at a mark (libyaml's messages do not name it)."""
+    lines = text.splitlines()
+    if at is None or at.line >= len(lines) or at.column >= len(lines[at.line]):
+        return ""
+    return lines[at.line][at.column]
+
+
+def _quoted(line: str) -> str:
+    """Return a `key: value` line with its value in quotes, as a suggestion."""
+    key, _colon, value = line.strip().removeprefix("- ").partition(": ")
+    value = value.strip().replace('"', '\\"')
+    return f'{key}: "{value}"'
 
 
 def _check(node: yaml.Node, where: str, depth: int = 0) -> None:

@@ -7,6 +7,7 @@ import json
 import logging
 import socket
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from html.parser import HTMLParser
@@ -137,11 +138,50 @@ def test_message_shows_a_paper_with_its_links_authors_and_why() -> None:
     assert rendered.hrefs == page.hrefs
 
 
-def test_a_paper_new_in_two_topics_is_listed_under_each_and_counted_once() -> None:
-    twice = [new(1), new(1, "hallucination", "Hallucination")]
-    message = compose(twice, SITE)
-    assert message.subject.startswith("paperfeeds: 1 new paper in ")
-    assert message.text.count("Paper number 1") == 2
+def test_a_paper_new_in_three_topics_is_listed_once_with_every_topic() -> None:
+    thrice = [
+        new(1),
+        replace(new(1, "hallucination", "Hallucination"), matched=(Hit("hallucin", "title"),)),
+        new(1, "efficiency", "Efficiency"),
+        new(2),
+    ]
+    message = compose(thrice, SITE)
+    assert message.subject.startswith("paperfeeds: 2 new papers in ")
+    for body in (message.html, message.markdown, message.text):
+        assert body.count("Paper number 1") == 1, body
+        assert "Speculative decoding, Efficiency, Hallucination" in body  # every topic
+        assert "hallucin in title" in body  # and why it matched in each
+        assert "2 new papers" not in body
+    assert "1 paper above, under another topic" in message.text
+
+
+def test_links_shown_in_words_keep_their_scheme() -> None:
+    site = Site(title="paperfeeds", base_url="http://localhost:34969/")
+    message = compose([MINEDRAFT], site)
+    for body in (message.html, message.markdown, message.text):
+        assert "page: localhost" not in body
+    assert ">http://localhost:34969/papers/minedraft.html</a>" in message.html
+    assert "page: http://localhost:34969/papers/minedraft.html" in message.text
+    assert "code: https://github.com/lab/minedraft" in message.text
+
+
+def test_an_email_says_each_paper_in_a_line_abstract_first_else_the_ai_summary() -> None:
+    abstract = "We draft tokens from mined n-grams, e.g. from code. It is 2x faster. More."
+    with_abstract = replace(
+        MINEDRAFT, paper=replace(MINEDRAFT.paper, abstract=abstract, summary="本文。")
+    )
+    html = compose([with_abstract], SITE).html
+    assert "We draft tokens from mined n-grams, e.g. from code.<br>" in html
+    assert "2x faster" not in html
+    assert "AI summary" not in html
+    ai = "本文提出挖掘令牌。速度更快。"
+    only_ai = replace(MINEDRAFT, paper=replace(MINEDRAFT.paper, summary=ai))
+    message = compose([only_ai], SITE)
+    assert "AI summary: 本文提出挖掘令牌。<br>" in message.html  # labelled machine-written
+    assert "速度更快" not in message.html
+    assert "AI summary" not in message.text + message.markdown  # chat stays short
+    long = replace(MINEDRAFT, paper=replace(MINEDRAFT.paper, abstract="word " * 200))
+    assert "word word…" in compose([long], SITE).html
 
 
 def test_max_papers_shares_the_cap_among_topics_and_links_the_rest() -> None:
@@ -152,9 +192,8 @@ def test_max_papers_shares_the_cap_among_topics_and_links_the_rest() -> None:
     assert listed == [1, 2, 3, 21, 22]  # in turn: busy, quiet, busy, quiet, busy
     topic = "https://papers.example.org/topics/speculative-decoding.html"
     assert f"and 7 more: {topic}" in message.text
-    shown = "papers.example.org/topics/speculative-decoding.html"
-    assert f'and 7 more: <a href="{topic}">{shown}</a>' in message.html
-    assert f"and 7 more: [{shown}]({topic})" in message.markdown
+    assert f'and 7 more: <a href="{topic}">{topic}</a>' in message.html
+    assert f"and 7 more: [{topic}]({topic})" in message.markdown
     assert "Hallucination" in message.text
     assert "more: https://papers.example.org/topics/hall" not in message.text
 

@@ -162,3 +162,56 @@ def test_offline_asks_arxiv_nothing(workspace: Workspace, api: ArxivServer) -> N
     config = workspace.config(settings=_settings(workspace, api))
     run(config, now=lambda: NOW, offline=True)
     assert api.requests == []
+
+
+def test_without_network_a_source_says_it_once_in_words_and_is_stale_only_later(
+    workspace: Workspace,
+) -> None:
+    """No network: arXiv's name does not resolve (the tests resolve no internet name)."""
+    settings = workspace.root / "config" / "settings.yaml"
+    settings.write_text(
+        "sources:\n  - arxiv: [cs.CL, cs.LG]\nstale_after: 6h\n"
+        "links:\n  check: false\n  arxiv_api: http://export.arxiv.org/api/query\n"
+        "  arxiv_delay: 0s\n",
+        encoding="utf-8",
+    )
+    config = workspace.config(settings=settings)
+    first = _run(config, NOW)
+    assert first.harvested == {}  # no `arXiv: cs.CL +0`: nothing was harvested
+    assert first.stale == ()  # a first try that fails is not stale
+    [down] = first.warnings  # one line for both categories: one cause
+    assert down == (
+        "sources arXiv cs.CL, arXiv cs.LG down (export.arxiv.org: its name does not resolve"
+        " (no network, or no such host)); tried again after 2026-12-07 13:00 UTC"
+    )
+    later = [_run(config, NOW + timedelta(hours=h)) for h in (2, 4)]  # tried again, in vain
+    assert [(r.warnings, r.stale, r.harvested) for r in later] == [((), (), {})] * 2
+    stale = _run(config, NOW + timedelta(hours=7))
+    assert stale.warnings == ()
+    assert stale.stale == tuple(
+        f"arXiv {c}: failing for 7 hours (export.arxiv.org: its name does not resolve"
+        " (no network, or no such host)); never fetched"
+        for c in ("cs.CL", "cs.LG")
+    )
+    assert _run(config, NOW + timedelta(hours=8)).stale == ()  # said once
+
+
+def test_an_api_failing_after_a_good_harvest_is_said_once_and_not_stale_at_once(
+    workspace: Workspace, api: ArxivServer
+) -> None:
+    api.add(FakePaper("2612.00001", "A Paper", NOW - timedelta(days=1)))
+    settings = _settings(workspace, api, "stale_after: 1h\n")
+    config = workspace.config(settings=settings)
+    assert _run(config, NOW).harvested == {"cs.CL": 1, "cs.LG": 0}
+    api.fail(503, count=5)
+    failing = _run(config, NOW + timedelta(hours=2))
+    [down] = failing.warnings
+    assert down.startswith("sources arXiv cs.CL, arXiv cs.LG down (127.0.0.1 answered HTTP 503")
+    assert failing.stale == ()
+    stale = _run(config, NOW + timedelta(hours=4))  # failing for stale_after: said once
+    assert stale.stale[0] == (
+        "arXiv cs.CL: failing for 2 hours (127.0.0.1 answered HTTP 503);"
+        " last fetched 2026-12-07 12:00 UTC"
+    )
+    again = _run(config, NOW + timedelta(hours=5))
+    assert (again.warnings, again.stale, again.harvested) == ((), (), {})

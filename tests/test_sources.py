@@ -234,7 +234,7 @@ def test_fetched_then_not_modified_then_changed(
     assert src["last_ok"] is not None
 
 
-def test_a_failing_source_is_stale_backs_off_and_the_inbox_is_published(
+def test_a_failing_source_is_said_once_backs_off_and_the_inbox_is_published(
     tmp_path: Path, server: DigestServer
 ) -> None:
     ws = workspace(tmp_path / "ws", [server.url()], inbox=True)
@@ -243,16 +243,16 @@ def test_a_failing_source_is_stale_backs_off_and_the_inbox_is_published(
     first = cycle(ws)
     assert first.digests == 1  # the inbox's digest
     assert feed_count(ws) == 30  # published although the source failed
-    assert len(first.stale) == 1
-    assert server.url() in first.stale[0]
-    assert "500" in first.stale[0]
-    assert first.rejected == ()  # a failing source is stale, not a rejected digest
+    assert first.stale == ()  # a first failure is not stale: said once, in words
+    retry = f"{T0 + timedelta(minutes=5):%Y-%m-%d %H:%M} UTC"
+    assert first.warnings == (f"source {server.url()} down (HTTP 500); tried again after {retry}",)
+    assert first.rejected == ()  # a failing source is not a rejected digest
     asked = len(server.requests)
     assert asked >= 1
 
     (src,) = status(ws)["sources"]
-    assert src["stale"] is not None
-    assert "500" in src["stale"]
+    assert src["stale"] is None  # failing since this run: not stale before stale_after
+    assert "500" in src["error"]
     assert src["failures"] == 1
 
     store = Store(ws.state, T0)
@@ -265,14 +265,13 @@ def test_a_failing_source_is_stale_backs_off_and_the_inbox_is_published(
 
     again = cycle(ws, timedelta(seconds=1))  # backing off: not asked again yet
     assert len(server.requests) == asked
-    assert len(again.stale) == 1
+    assert (again.stale, again.warnings) == ((), ())  # said once per outage
     assert feed_count(ws) == 30
 
     port = server.port
     server.close()  # connection refused from now on
     later = cycle(ws, timedelta(minutes=6))  # past the first backoff: tried, refused
-    assert len(later.stale) == 1
-    assert server.url() in later.stale[0]
+    assert (later.stale, later.warnings) == ((), ())  # the same outage
     assert feed_count(ws) == 30
     store = Store(ws.state, T0)
     try:
@@ -339,7 +338,9 @@ def test_a_private_address_not_allowed_is_never_connected_to(
         assert {r.path for r in server.requests} == {"/redirect"}  # only the allowed host
         assert summary.digests == 1  # only the inbox
         assert summary.papers_total == 30
-        assert len(summary.stale) == len(sources)
+        assert summary.stale == ()  # first failures: said as such, not stale
+        said = " ".join(summary.warnings)
+        assert all(url in said for url in sources), said
         assert feed_count(ws) == 30
         assert len(status(ws)["sources"]) == len(sources)
     finally:

@@ -63,3 +63,15 @@ def after_delivery(
         next_try=now + backoff(record.failures),
         error=error or "delivery failed",
     )
+
+
+def say_wait(record: AlertState, now: datetime) -> str:
+    """Return a destination that waits out its backoff in words: `waiting until 07:35 UTC
+    after a failed try (connection refused)` (the date too when it is not today's)."""
+    why = f" ({record.error})" if record.error else ""
+    if record.next_try is None:
+        return f"waiting after a failed try{why}"
+    when = record.next_try.astimezone(UTC)
+    shown = f"{when:%H:%M} UTC" if when.date() == now.astimezone(UTC).date() else (
+        f"{when:%Y-%m-%d %H:%M} UTC")  # fmt: skip
+    return f"waiting until {shown} after a failed try{why}"

@@ -10,9 +10,13 @@ A value is inserted as it is and not expanded again.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from feeds.errors import ConfigError
+
+if TYPE_CHECKING:
+    from feeds.settings import AlertDestination
 
 # A `${` and, when it forms a reference, the name: `${` alone is an error.
 _REFERENCE = re.compile(r"\$\{(?:([A-Za-z_][A-Za-z0-9_]*)\})?")
@@ -59,3 +63,44 @@ def expand(
         return environ[name]
 
     return _REFERENCE.sub(value, text)
+
+
+def check_syntax(text: str, *, file: str | None = None, line: int | None = None) -> None:
+    """Raise AlertsConfigError for a `${` that does not form `${NAME}`; whether the
+    variables are set is not asked (see unset_variables)."""
+    expand(text, _Anything(), file=file, line=line)
+
+
+class _Anything(Mapping[str, str]):
+    """An environment where every variable is set (to nothing)."""
+
+    def __getitem__(self, name: str) -> str:
+        return ""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def unset_names(text: str, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Return the names of the `${NAME}`s in text whose variables are not set, each once."""
+    names = (m.group(1) for m in _REFERENCE.finditer(text) if m.group(1))
+    return tuple(dict.fromkeys(n for n in names if n not in environ))
+
+
+def unset_variables(
+    alerts: Iterable[AlertDestination], environ: Mapping[str, str]
+) -> tuple[MissingVariable, ...]:
+    """Return a MissingVariable (with its file:line) for each variable an alert destination
+    uses that is not set: `feeds check` warns of them, and a run skips their destinations
+    (a variable may be set where the run happens, under cron or systemd, and not here)."""
+    return tuple(
+        MissingVariable(name, file=dest.file, line=dest.line)
+        for dest in alerts
+        for name in unset_names(dest.to, environ)
+    )

@@ -28,9 +28,14 @@ from feeds.publish.view import (
 )
 
 SUBJECT_TOPICS = 60  # characters of topic titles in a subject before "and N more topics"
+SUMMARY_CHARS = 300  # of the summary line an email shows under a paper
 # Links shown beside the title: code and project ones, and the paper itself once (its URL
-# in words: a plain-text view of the HTML, as email clients show it, keeps only words).
+# in words, scheme and all: a plain-text view of the HTML, as email clients and Apprise's
+# text conversion show it, keeps only the words, and `localhost:8000/...` is no link).
 _SHOWN_KINDS = ("paper", "code", "project")
+# The end of an abstract's first sentence: a full stop (or ! ?) before a capital or a digit
+# starting the next one; "e.g. the" and "Fig. 2" stay inside. A Chinese summary's: 。！？
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])|(?<=[。！？])")
 _SPACE = re.compile(r"\s+")
 # A mention a chat service acts on (Discord pings `@everyone` found anywhere in a message,
 # Matrix `@room`): a zero-width space after `@` keeps the text and drops the ping.
@@ -78,6 +83,8 @@ class _Row:
     byline: str | None  # first authors, venue
     matched: str | None
     links: tuple[tuple[str, str, str], ...]  # (label, href, shown text)
+    topics: tuple[str, ...] = ()  # every topic it entered, when more than one
+    summary: str | None = None  # email only: the abstract's first sentence, or the AI's
 
 
 @dataclass(frozen=True)
@@ -86,10 +93,8 @@ class _Group:
     href: str  # the topic's page
     count: int  # papers new in the topic
     rows: tuple[_Row, ...]  # at most the group's share of max_papers
-
-    @property
-    def more(self) -> int:
-        return self.count - len(self.rows)
+    more: int  # papers new in the topic that no group lists
+    elsewhere: int = 0  # papers new in the topic listed under an earlier topic
 
 
 def compose(
@@ -100,12 +105,14 @@ def compose(
     totals: Mapping[str, int] | None = None,
     distinct: int | None = None,
 ) -> Message:
-    """Return the message announcing `papers`, grouped by topic.
+    """Return the message announcing `papers`, grouped by topic, each paper once.
 
-    Topics with the most new papers come first, papers newest first. `max_papers` caps the
+    Topics with the most new papers come first, papers newest first. A paper new in several
+    topics is listed once, under the first of them, naming every topic it entered and why
+    it matched in each; the other topics count it ("1 paper above"). `max_papers` caps the
     papers listed in all (None: no cap), shared out among the topics in turn so that a busy
     topic cannot crowd out a quiet one; each topic says how many more it has, with a link to
-    its page. A paper new in two topics is listed under each: why it matched differs.
+    its page.
 
     `totals` (papers new per topic) and `distinct` (papers new in all) count what `papers`
     holds only the newest of: a topic edited to take in a thousand old papers is read no
@@ -115,19 +122,36 @@ def compose(
         raise ValueError("an alert needs at least one paper")
     if max_papers is not None and max_papers < 0:
         raise ValueError("max_papers must be at least 0")
-    topics = _by_topic(papers, totals or {})
-    sizes = [max(len(es), (totals or {}).get(es[0].topic_id, 0)) for es in topics]
-    shares = _shares(sizes, max_papers)
+    totals = totals or {}
+    topics = _by_topic(papers, totals)
+    entered: dict[str, list[NewPaper]] = {}  # a paper's entries, in the topics' order
+    for entries in topics:
+        for entry in entries:
+            entered.setdefault(entry.paper.paper_id, []).append(entry)
+    placed: set[str] = set()
+    own: list[list[NewPaper]] = []  # per topic: its papers no earlier topic holds
+    for entries in topics:
+        mine = [e for e in entries if e.paper.paper_id not in placed]
+        placed.update(e.paper.paper_id for e in mine)
+        own.append(mine)
+    sizes = [max(len(es), totals.get(es[0].topic_id, 0)) for es in topics]
+    # What a topic may list: its own papers, and those `papers` does not hold (beyond the
+    # newest), which no other topic lists either.
+    listable = [len(m) + s - len(es) for m, s, es in zip(own, sizes, topics, strict=True)]
+    shares = _shares(listable, max_papers)
     groups = tuple(
         _Group(
             title=_clean(entries[0].topic_title),
             href=site.url(topic_path(entries[0].topic_id)),
             count=size,
-            rows=tuple(_row(site, entry) for entry in entries[:share]),
+            rows=tuple(_row(site, entered[e.paper.paper_id]) for e in mine[:share]),
+            more=can - share,
+            elsewhere=size - can,
         )
-        for entries, size, share in zip(topics, sizes, shares, strict=True)
-    )
-    count = max(distinct or 0, len({entry.paper.paper_id for entry in papers}))
+        for entries, mine, size, can, share in zip(topics, own, sizes, listable, shares,
+                                                   strict=True)
+    )  # fmt: skip
+    count = max(distinct or 0, len(entered))
     subject = f"{_clean(site.title)}: {count} new {_plural(count, 'paper')} in {_topics(groups)}"
     return Message(subject, _html(groups, site), _markdown(groups, site), _text(groups, site))
 
@@ -164,8 +188,10 @@ def _shares(sizes: list[int], cap: int | None) -> list[int]:
     return shares
 
 
-def _row(site: Site, entry: NewPaper) -> _Row:
-    """Return what a message shows of a paper: the one place that decides it."""
+def _row(site: Site, entries: Sequence[NewPaper]) -> _Row:
+    """Return what a message shows of a paper (`entries`: the topics it entered, the first
+    the one it is listed under): the one place that decides it."""
+    entry = entries[0]
     paper = entry.paper
     named, more = first_authors(paper.authors)
     byline = ", ".join(map(_clean, named)) + (" et al." if more else "")
@@ -182,14 +208,34 @@ def _row(site: Site, entry: NewPaper) -> _Row:
         links.append((link.kind, href, _shown(href)))
     page = site.url(paper_path(paper.paper_id))
     links.append(("page", page, _shown(page)))
+    # Why it matched in each topic it entered, each term once.
+    hits = tuple(dict.fromkeys(hit for e in entries for hit in e.matched))
     return _Row(
         title=_clean(paper.title),
         href=best_link(site, paper, entry.links),
         title_zh=_clean(paper.title_zh) if paper.title_zh else None,
         byline=byline or None,
-        matched=_clean(matched_text(entry.matched)) if entry.matched else None,
+        matched=_clean(matched_text(hits)) if hits else None,
         links=tuple(links),
+        topics=tuple(_clean(e.topic_title) for e in entries) if len(entries) > 1 else (),
+        summary=_summary(paper),
     )
+
+
+def _summary(paper: Paper) -> str | None:
+    """Return a paper's summary line: the English abstract's first sentence, else the AI
+    summary's, labelled as machine-written; cut to SUMMARY_CHARS."""
+    if paper.abstract and paper.abstract.strip():
+        said = _first_sentence(paper.abstract)
+    elif paper.summary and paper.summary.strip():
+        said = "AI summary: " + _first_sentence(paper.summary)
+    else:
+        return None
+    return said if len(said) <= SUMMARY_CHARS else said[: SUMMARY_CHARS - 1].rstrip() + "…"
+
+
+def _first_sentence(text: str) -> str:
+    return _SENTENCE_END.split(_clean(text), maxsplit=1)[0].strip()
 
 
 def _clean(text: str) -> str:
@@ -199,8 +245,8 @@ def _clean(text: str) -> str:
 
 
 def _shown(href: str) -> str:
-    """Return a URL as link text: without its scheme and a trailing slash."""
-    return href.split("://", 1)[-1].rstrip("/")
+    """Return a URL as link text: the whole URL (see _SHOWN_KINDS)."""
+    return href
 
 
 def _plural(n: int, word: str) -> str:
@@ -221,9 +267,13 @@ def _topics(groups: Sequence[_Group]) -> str:
 
 
 def _more(group: _Group) -> str:
-    if group.rows:
+    if group.rows or group.elsewhere:
         return f"and {group.more} more"
     return f"{group.more} new {_plural(group.more, 'paper')}"
+
+
+def _above(group: _Group) -> str:
+    return f"{group.elsewhere} {_plural(group.elsewhere, 'paper')} above, under another topic"
 
 
 def _html(groups: Sequence[_Group], site: Site) -> str:
@@ -241,6 +291,10 @@ def _html(groups: Sequence[_Group], site: Site) -> str:
                     lines.append(f'<span lang="zh">{escape(row.title_zh)}</span>')
                 if row.byline:
                     lines.append(escape(row.byline))
+                if row.topics:
+                    lines.append(f"topics: {escape(', '.join(row.topics))}")
+                if row.summary:
+                    lines.append(escape(row.summary))
                 if row.matched:
                     lines.append(f"matched: {escape(row.matched)}")
                 lines.append(
@@ -250,6 +304,8 @@ def _html(groups: Sequence[_Group], site: Site) -> str:
             out.append("</ul>")
         if group.more:
             out.append(f"<p>{escape(_more(group))}: {a(group.href, _shown(group.href))}</p>")
+        if group.elsewhere:
+            out.append(f"<p>{escape(_above(group))}</p>")
     out.append(f"<p>— {a(site.base_url, site.title)}</p>")
     return "\n".join(out)
 
@@ -275,6 +331,8 @@ def _markdown(groups: Sequence[_Group], site: Site) -> str:
                 lines.append(f"  {_md(row.title_zh)}")
             if row.byline:
                 lines.append(f"  {_md(row.byline)}")
+            if row.topics:
+                lines.append(f"  topics: {_md(', '.join(row.topics))}")
             if row.matched:
                 lines.append(f"  matched: {_md(row.matched)}")
             links = " · ".join(
@@ -284,6 +342,8 @@ def _markdown(groups: Sequence[_Group], site: Site) -> str:
             out.append("  \n".join(lines))
         if group.more:
             out.append(f"\n{_md(_more(group))}: {_md_link(group.href, _shown(group.href))}")
+        if group.elsewhere:
+            out.append(f"\n{_md(_above(group))}")
         out.append("")
     out.append(f"— {_md_link(site.base_url, site.title)}")
     return "\n".join(out)
@@ -296,6 +356,8 @@ def _text(groups: Sequence[_Group], site: Site) -> str:
         for row in group.rows:
             out.append(f"* {row.title}")
             out += [f"  {line}" for line in (row.title_zh, row.byline) if line]
+            if row.topics:
+                out.append(f"  topics: {', '.join(row.topics)}")
             if row.matched:
                 out.append(f"  matched: {row.matched}")
             out.append(f"  {row.href}")
@@ -303,5 +365,7 @@ def _text(groups: Sequence[_Group], site: Site) -> str:
             out.append("")
         if group.more:
             out += [f"{_more(group)}: {group.href}", ""]
+        if group.elsewhere:
+            out += [_above(group), ""]
     out.append(f"— {site.title} {site.base_url}")
     return "\n".join(out)

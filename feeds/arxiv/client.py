@@ -28,7 +28,8 @@ from feeds.arxiv.harvest import (
 )
 from feeds.links.check import retry_after_seconds
 from feeds.links.enrich import Throttle
-from feeds.net import AddressPolicy, BlockedAddress, NameNotResolved, NetError, TimedOut, deadline
+from feeds.net import AddressPolicy, NetError, TimedOut, deadline
+from feeds.sources import unreachable_words
 
 if TYPE_CHECKING:
     from feeds.net.client import Client
@@ -98,12 +99,10 @@ def fetch_page(
                 moved = response.headers.get("location", "")[:200]
                 raise FetchFailed(f"{host} answered HTTP {status} to {moved or 'nowhere'}")
             body = response.read_capped(MAX_PAGE_BYTES)
-    except (BlockedAddress, NameNotResolved) as e:
-        raise FetchFailed(f"{host} not asked: {e}"[:300]) from e
     except TimedOut as e:
         raise FetchFailed(f"{host} did not answer within {timeout:.0f} s") from e
     except NetError as e:
-        raise FetchFailed(f"{host}: {e.described}"[:300]) from e
+        raise FetchFailed(f"{host}: {unreachable_words(e)}"[:300]) from e
     if body is None:
         raise FetchFailed(f"{host} answered more than {MAX_PAGE_BYTES} bytes")
     if status != 200:
@@ -174,9 +173,10 @@ class Harvester:
             return arxiv_id in brought or seen(arxiv_id)
 
         for cursor in cursors:
-            if failed is not None:
-                said = f"not asked: {failed.error}"
-                results.append(HarvestResult(cursor, error=said, retry_after=failed.retry_after))
+            if failed is not None:  # not asked, for the same cause: said in the same words
+                results.append(
+                    HarvestResult(cursor, error=failed.error, retry_after=failed.retry_after)
+                )
                 continue
             result, error = self._harvest(cursor, now, known)
             brought.update(e.arxiv_id for e in result.entries)

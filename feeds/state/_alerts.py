@@ -27,13 +27,18 @@ class AlertsMixin(StoreBase):
         rows = self.db.execute(f"SELECT {_COLUMNS} FROM alerts ORDER BY shown, key")
         return [_record(row) for row in rows]
 
-    def alert_record(self, key: str, shown: str, now: datetime) -> AlertRecord:
+    def alert_record(
+        self, key: str, shown: str, now: datetime, *, refresh: bool = True
+    ) -> AlertRecord:
         """Return a destination's record; a destination seen for the first time starts now:
-        what entered its topics before is not sent (no flood of history)."""
+        what entered its topics before is not sent (no flood of history). `refresh`: how it
+        is shown is `shown` from now on (a stand-in, when its URL cannot be read, is not)."""
         self.db.execute(
             "INSERT OR IGNORE INTO alerts (key, shown, watermark) VALUES (?, ?, ?)",
             (key, shown, ts(now)),
         )
+        if refresh:
+            self.db.execute("UPDATE alerts SET shown = ? WHERE key = ?", (shown, key))
         row = self.db.execute(f"SELECT {_COLUMNS} FROM alerts WHERE key = ?", (key,)).fetchone()
         return _record(row)
 

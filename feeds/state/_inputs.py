@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -57,14 +57,37 @@ class InputsMixin(StoreBase):
             [(digest_hash, d.file, d.line, d.message) for d in diagnostics],
         )
 
-    def rejected(self) -> list[Rejected]:
-        """Return every rejected digest, newest first."""
+    def rejected(self, exists: Callable[[str | bytes], bool] | None = None) -> list[Rejected]:
+        """Return the rejected digests that still stand, newest first.
+
+        Not those of an inbox file read again since with other content (a file rejected
+        while it was being written and ingested whole later, or rejected again: that reading
+        is listed); with `exists` (the file system's, given by the caller), not those whose
+        files are all gone. A rejected URL, or content no file is known to hold, stands."""
         from feeds.state.records import Rejected
 
         rows = self.db.execute(
-            "SELECT name, seen, reason FROM digests WHERE status = 'rejected' ORDER BY seen DESC"
-        )
-        return [Rejected(str(n), parse_ts(s), str(r)) for n, s, r in rows]
+            "SELECT name, seen, reason, hash FROM digests WHERE status = 'rejected'"
+            " ORDER BY seen DESC"
+        ).fetchall()
+        if not rows:
+            return []
+        holders: dict[str, list[str | bytes]] = {}  # content -> the files that hold it now
+        for path, h in self.db.execute(
+            "SELECT path, hash FROM files WHERE hash IN"
+            " (SELECT hash FROM digests WHERE status = 'rejected')"
+        ):
+            holders.setdefault(str(h), []).append(path)
+        out = []
+        for name, seen, reason, h in rows:
+            paths = holders.get(str(h))
+            if paths:
+                if exists is not None and not any(exists(p) for p in paths):
+                    continue  # deleted
+            elif self.file_digest(str(name)) is not None:
+                continue  # the file was read again since, with other content
+            out.append(Rejected(str(name), parse_ts(seen), str(reason)))
+        return out
 
     def diagnostics(self) -> list[Diagnostic]:
         from feeds.model import Diagnostic
