@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import yaml
 
@@ -21,6 +20,7 @@ from feeds.settings import AlertDestination, LinkSettings, Settings, places_prob
 from feeds.terms import check_term
 from feeds.text import clean_xml
 from feeds.topics import DEFAULT_FIELDS, FIELDS, Criteria, Topic, comma_warning
+from feeds.urls import http_url_problem
 from feeds.yamlload import compose, line_of, scalar, text_lists
 
 TOPIC_ID_MAX = 63  # a file name part, and a URL path segment
@@ -84,7 +84,11 @@ class _Reader:
     def value(self, node: yaml.Node, types: tuple[type, ...], what: str) -> Any:
         if not isinstance(node, yaml.ScalarNode):
             raise self.fail(node, f"{what} must be a single value")
-        v = scalar(node)
+        try:
+            v = scalar(node)
+        except ValueError as e:  # int() refuses a number of more than 4,300 digits
+            raise self.fail(node, f"{what} is a number of {len(str(node.value)):,} characters:"
+                            " far more than any setting takes") from e  # fmt: skip
         if bool in types and isinstance(v, str):
             raise self.fail(node, f"{what} must be true or false, not {v!r}")
         if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
@@ -369,9 +373,10 @@ def read_settings(path: Path | None, config_files: Iterable[Path] = ()) -> Setti
 
 def _http_url(r: _Reader, node: yaml.Node, what: str) -> str:
     url = r.text(node, what)
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or not parts.hostname:
-        raise r.fail(node, f"{what} must be an absolute http(s) URL, not {url!r}")
+    problem = http_url_problem(url)  # the rule the network and the pages go by
+    if problem is not None:
+        raise r.fail(node, f"{what} must be an absolute http(s) URL with a host, not {url!r}"
+                     f" ({problem})")  # fmt: skip
     return url
 
 

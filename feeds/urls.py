@@ -15,9 +15,12 @@ def http_url_problem(url: str) -> str | None:
     """
     try:
         parts = urlsplit(url)
+    except ValueError:  # an unclosed [IPv6] bracket, a host that NFKC changes
+        return "not a valid URL (its host cannot be read)"
+    try:
         parts.port  # noqa: B018 -- raises ValueError for a bad port
     except ValueError:
-        return "not a valid URL"
+        return "not a valid URL (its port is not a number from 0 to 65535)"
     if parts.scheme not in ("http", "https"):
         return f"not an http(s) URL ({parts.scheme or 'no scheme'})"
     if not parts.hostname:

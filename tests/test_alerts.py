@@ -266,9 +266,16 @@ def test_message_needs_papers() -> None:
 def test_expand_takes_variables_from_the_environment() -> None:
     env = {"SMTP_USER": "me", "SMTP_PASSWORD": "p@ss$word", "EMPTY": ""}
     url = "mailto://${SMTP_USER}:${SMTP_PASSWORD}@smtp.example.org?to=me@example.org${EMPTY}"
-    assert expand(url, env) == "mailto://me:p@ss$word@smtp.example.org?to=me@example.org"
+    # Values are percent-encoded where they land: an `@` in a password is no host's start.
+    expanded = expand(url, env)
+    assert expanded == "mailto://me:p%40ss%24word@smtp.example.org?to=me@example.org"
+    import apprise
+
+    ap = apprise.Apprise()
+    assert ap.add(expanded)
+    assert (ap[0].user, ap[0].password, ap[0].host) == ("me", "p@ss$word", "smtp.example.org")
     # A `$` not starting ${NAME} is kept, and values are not expanded again.
-    assert expand("pa$word pa$$word $1 ${A}", {"A": "${B}"}) == "pa$word pa$$word $1 ${B}"
+    assert expand("pa$word pa$$word $1 ${A}", {"A": "${B}"}) == "pa$word pa$$word $1 %24%7BB%7D"
 
 
 def test_a_missing_variable_is_a_config_error_naming_it() -> None:

@@ -4,6 +4,7 @@ destination that is down keeps its papers; secrets stay out of every output."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -37,6 +38,7 @@ class Hook:
     def __init__(self, web: LinkServer) -> None:
         self.bodies: list[dict[str, object]] = []
         self.tokens: list[str] = []
+        self.auth: list[str] = []  # the Authorization header of each body received
         self.status = 200
         web.route("/hook", self._handle)
         self.url = f"json://127.0.0.1:{web.port}/hook?+X-Token=${{HOOK_TOKEN}}"
@@ -46,6 +48,7 @@ class Hook:
         if self.status == 200:
             self.bodies.append(body)
             self.tokens.append(req.headers.get("X-Token", ""))
+            self.auth.append(req.headers.get("Authorization", ""))
         send(req, self.status, body=b"{}")
 
 
@@ -250,6 +253,45 @@ def test_secrets_stay_out_of_output_status_and_public(
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
     assert secret.encode() not in workspace.state.read_bytes()
+
+
+def test_a_secret_with_an_at_sign_neither_reroutes_the_alert_nor_leaks(
+    workspace: Workspace, web: LinkServer, hook: Hook, feeds_cli: Cli,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    secret = "hunter2@SECRETtail.internal"
+    monkeypatch.setenv("HOOK_PASS", secret)
+    web.route("/x", hook._handle)
+    settings = _setup(workspace, f'  - to: "json://user:${{HOOK_PASS}}@127.0.0.1:{web.port}/x"\n')
+    args = [*workspace.cli_args(), "--settings", str(settings)]
+    args.remove("--offline")
+    outs = [feeds_cli(workspace.root, "run", *args)]
+    shutil.copy(SEEDS[1], workspace.inbox / SEEDS[1].name)
+    outs.append(feeds_cli(workspace.root, "run", *args))
+    assert outs[-1].returncode == 0, outs[-1].stderr
+    assert len(hook.bodies) == 1  # delivered to 127.0.0.1, the host the URL names
+    [auth] = hook.auth
+    assert auth == "Basic " + base64.b64encode(f"user:{secret}".encode()).decode()
+    outs += [
+        feeds_cli(workspace.root, "status", "--state", str(workspace.state), "--settings",
+                  str(settings)),
+        feeds_cli(workspace.root, "alerts", "--state", str(workspace.state), "--settings",
+                  str(settings)),
+    ]  # fmt: skip
+    assert f"webhook (json) at 127.0.0.1:{web.port}" in outs[-1].stdout
+    for out in outs:
+        for part in ("hunter2", "SECRETtail"):
+            assert part not in out.stdout + out.stderr
+    assert b"SECRETtail" not in workspace.state.read_bytes()
+    assert b"hunter2" not in workspace.state.read_bytes()
+
+
+def test_a_variable_that_is_the_whole_url_is_taken_as_written() -> None:
+    from feeds.alerts.env import expand
+
+    env = {"URL": "json://u:p@host/x?a=b", "P": "a@b/c?d#e"}
+    assert expand("${URL}", env) == env["URL"]
+    assert expand("json://u:${P}@host/x", env) == "json://u:a%40b%2Fc%3Fd%23e@host/x"
 
 
 def test_a_missing_variable_is_no_config_error_and_is_named_with_its_line(

@@ -215,3 +215,29 @@ def test_an_api_failing_after_a_good_harvest_is_said_once_and_not_stale_at_once(
     )
     again = _run(config, NOW + timedelta(hours=5))
     assert (again.warnings, again.stale, again.harvested) == ((), (), {})
+
+
+def test_a_count_of_five_thousand_digits_is_a_bad_answer_not_a_crash(
+    workspace: Workspace, api: ArxivServer
+) -> None:
+    from tests.arxivserver import feed_xml
+    from tests.linkserver import send
+
+    hostile = feed_xml([], query="cat:cs.CL", start=0, max_results=10, total=7).replace(
+        b">7</opensearch:totalResults>", b">" + b"9" * 5000 + b"</opensearch:totalResults>"
+    )
+    api.http.route("/api/query", lambda req: send(req, 200, {}, hostile))
+    config = workspace.config(settings=_settings(workspace, api))
+    first = _run(config, NOW)
+    assert first.papers_total == 60  # the inbox is published all the same
+    assert not any(first.harvested.values())
+    (down,) = first.warnings
+    assert "opensearch:totalResults is no count of arXiv's (5,000 digits)" in down
+    asked = len(api.requests)
+    _run(config, NOW + timedelta(minutes=1))
+    assert len(api.requests) == asked  # the source backs off: not asked again at once
+
+    from feeds.links.enrich import LookupFailed, parse_arxiv
+
+    with pytest.raises(LookupFailed, match="5,000 digits"):  # the title lookup too
+        parse_arxiv(hostile)

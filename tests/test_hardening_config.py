@@ -423,3 +423,28 @@ def test_the_command_line_cannot_publish_among_the_digests_or_the_config(
     assert r.stderr.startswith("error: ")
     assert sorted(p.name for p in ws.inbox.iterdir()) == before
     assert not (ws.root / public / "index.html").exists()
+
+
+def test_a_number_of_five_thousand_digits_is_a_config_error_with_its_line(
+    tmp_path: Path,
+) -> None:
+    huge = "9" * 5000
+    topics = write(tmp_path, y(*TOPIC_HEAD, f"    max_items: {huge}"))
+    expect_error(load_subscriptions, topics, 5, "max_items is a number of 5,000 characters")
+    settings = write(tmp_path, y("feed:", f"  max_items: {huge}"), "settings.yaml")
+    expect_error(read_settings, settings, 2, "is a number of 5,000 characters")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        (y("site:", "  base_url: http://example.org:99999/"), 2,
+         "its port is not a number from 0 to 65535"),
+        (y("sources:", '  - "https://[::1/x"'), 2, "its host cannot be read"),
+        (y("links:", "  arxiv_api: http://example.org:x/"), 2, "its port is not a number"),
+    ],
+)  # fmt: skip
+def test_web_addresses_in_settings_follow_the_one_rule(
+    tmp_path: Path, text: str, line: int, fragment: str
+) -> None:
+    expect_error(read_settings, write(tmp_path, text, "settings.yaml"), line, fragment)

@@ -258,3 +258,25 @@ def test_a_port_in_use_fails_clearly(site: tuple[Workspace, int]) -> None:
     assert r.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_commands_that_send_nothing_need_no_alert_secrets(tmp_path: Path) -> None:
+    """serve, status and check work with the variables of every alert unset (as under a
+    shell that never loaded the env file): only sending needs them."""
+    ws = published(tmp_path / "ws")
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(
+        'alerts:\n  - to: "mailto://${NO_USER_HERE}:${NO_PASSWORD_HERE}@smtp.example.org"\n',
+        encoding="utf-8",
+    )
+    common = ["--settings", str(settings), "--subscriptions", str(ws.subscriptions),
+              "--state", str(ws.state)]  # fmt: skip
+    for command in ("status", "check"):
+        r = subprocess.run([sys.executable, "-m", "feeds", command, *common], cwd=ws.root,
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert r.returncode == 0, (command, r.stderr)
+    proc, port = start_serve(ws.public, ws.root, "--settings", str(settings))
+    try:
+        assert request(port, "/feeds.opml")[0] == 200
+    finally:
+        stop(proc)

@@ -4,7 +4,13 @@ Only `${NAME}` is special (NAME: letters, digits and `_`, not starting with a di
 not followed by `{` is an ordinary character, so a password such as `pa$word` or `pa$$word`
 is kept as written: there is no `$$` escape, since it would silently change such values. A
 literal `${` is written `$%7B`, the URL's own escape, which Apprise decodes like any other.
-A value is inserted as it is and not expanded again.
+A value is not expanded again.
+
+A value is percent-encoded where it lands (Apprise decodes user, password, path and query
+values), so no value can change the URL's structure: a password `hunter2@evil.example`
+stays a password instead of making `evil.example` the host that receives the alert (and
+its tail the host that output shows). Only a `${NAME}` that is the whole URL is taken as
+written, since then the variable is meant to hold the structure.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from feeds.errors import ConfigError
 
@@ -42,7 +49,8 @@ class MissingVariable(AlertsConfigError):
 def expand(
     text: str, environ: Mapping[str, str], *, file: str | None = None, line: int | None = None
 ) -> str:
-    """Return `text` with every `${NAME}` replaced by the variable's value.
+    """Return `text` with every `${NAME}` replaced by the variable's value, percent-encoded
+    (unless the reference is the whole text: see the module's docstring).
 
     Raises MissingVariable for a variable that is not set (set and empty counts as set,
     as in a shell), AlertsConfigError for a `${` that does not form `${NAME}`.
@@ -60,7 +68,9 @@ def expand(
             )
         if name not in environ:
             raise MissingVariable(name, file=file, line=line)
-        return environ[name]
+        if match.end() - match.start() == len(text):  # the whole URL
+            return environ[name]
+        return quote(environ[name], safe="")
 
     return _REFERENCE.sub(value, text)
 

@@ -193,9 +193,18 @@ def _date(element: ET.Element, name: str) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+# arXiv holds a few million papers: a count of more digits is no answer of its (and int()
+# refuses more than 4,300 digits with a ValueError that no caller expects).
+_COUNT_DIGITS = 12
+
+
 def _count(root: ET.Element, name: str) -> int | None:
     text = (root.findtext(f"{OPENSEARCH}{name}") or "").strip()
-    return int(text) if text.isascii() and text.isdigit() else None
+    if not (text.isascii() and text.isdigit()):
+        return None
+    if len(text) > _COUNT_DIGITS:
+        raise BadAnswer(f"opensearch:{name} is no count of arXiv's ({len(text):,} digits)")
+    return int(text)
 
 
 def _local(tag: str) -> str:
