@@ -86,6 +86,41 @@ def _worth_helping(work: int) -> bool:
     return (os.cpu_count() or 1) > 1
 
 
+def ends_with_this_process() -> Callable[[], None] | None:
+    """Return a `preexec_fn` that has a child process killed when this process dies
+    (Linux's parent-death signal), or None where there is no such thing.
+
+    A run killed with SIGKILL cannot stop its children; without this they would go on
+    writing into public/ (or a temp folder) after it, even while the next run cleans up.
+    The signal is SIGKILL: the helper ignores SIGTERM (see the module's doc). The kernel
+    sends it when the *thread* that started the child ends, so a child must be waited for
+    on the thread that started it (subprocess.run, a Helper's `with`), as every one is."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    try:  # looked up here: the child, forked from a threaded process, only calls it
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
+                      ctypes.c_ulong]  # fmt: skip
+    prctl.restype = ctypes.c_int
+    parent = os.getpid()
+    kill = int(signal.SIGKILL)
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        if os.getppid() != parent:  # it died before the signal was asked for
+            os._exit(1)
+
+    return preexec
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
 def _start(state: Path, job: Job[P, R]) -> Helper[P, R] | None:
     """Start a helper; None if no process can be started (the run goes on alone)."""
     try:
@@ -120,6 +155,7 @@ class Helper(Generic[P, R]):
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             env=env,
+            preexec_fn=ends_with_this_process(),  # noqa: PLW1509 - it only calls prctl
         )
         theirs.close()
         self._send((state, job))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -19,10 +20,29 @@ _PARTIAL_SUFFIXES = (".tmp", ".part", "~")
 
 def shown(path: str) -> str:
     """Return a path as it can be printed and stored as text: a file name that is not UTF-8
-    (os.fsdecode gives its bytes as lone surrogates) with those bytes escaped (`zz\\xff.txt`)."""
+    (os.fsdecode gives its bytes as lone surrogates) with those bytes escaped (`zz\\xff.txt`),
+    and control characters escaped (`a\\x0ab.txt`): a newline in a name would otherwise
+    print as a line of its own ("rejected: ..."), and an escape sequence would drive the
+    terminal."""
     if path.isascii():
+        if path.isprintable():
+            return path
+    else:
+        path = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if path.isprintable():
         return path
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _UNPRINTABLE.sub(_escape, path)
+
+
+# Controls (C0, DEL, C1) and the line and paragraph separators: what can break a line of
+# output or drive a terminal. Other unprintable characters (spaces of other widths, format
+# characters) are left as they are: names in Chinese use some of them.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from feeds.config import Config
 from feeds.errors import StateError
+from feeds.ingest import shown
 from feeds.links.policy import LOOKUPS_KEY, NETWORK_KEY, Outage, say_outage
 from feeds.model import SourceState
 from feeds.say import count
@@ -36,7 +37,8 @@ def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:
             **store.counts(),
             "rejected": len(rejected),
             "rejected_digests": [
-                {"name": r.name, "seen": r.seen.isoformat(), "reason": r.reason}
+                # shown() again: a state written before names were escaped holds them raw
+                {"name": shown(r.name), "seen": r.seen.isoformat(), "reason": r.reason}
                 for r in rejected
             ],
             "skipped_records": [str(d) for d in store.diagnostics()],

@@ -229,11 +229,12 @@ class Checker:
             body = response.read_capped(API_BYTES) or b""  # too large: not a JSON object
         try:
             data: Any = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deep to parse is no JSON either
             data = None
         if not isinstance(data, dict):
             return CheckResult(url, "error", code, note="GitHub API: not a JSON object")
-        canonical = str(data.get("html_url") or "")
+        html_url = data.get("html_url")
+        canonical = html_url if isinstance(html_url, str) else ""
         if http_url_problem(canonical):  # it becomes final_url, which pages link to
             canonical = ""
         note = "archived" if data.get("archived") else None

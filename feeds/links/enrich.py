@@ -93,13 +93,16 @@ def parse_huggingface(content: bytes) -> list[Found]:
     """Return the papers in a Hugging Face papers API answer (one paper, or a search list)."""
     try:
         data: Any = json.loads(content)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:  # nested too deep to parse is no JSON either
         raise LookupFailed(f"Hugging Face answer is not JSON: {e}") from e
     items = data if isinstance(data, list) else [data]
     found = []
     for item in items:
         paper = item.get("paper", item) if isinstance(item, dict) else None
-        if not isinstance(paper, dict) or not paper.get("title"):
+        # A title that is no string is no paper (and str() of a deeply nested list recurses).
+        if not isinstance(paper, dict) or not isinstance(paper.get("title"), str):
+            continue
+        if not paper["title"]:
             continue
         links = []
         repo, page = _http_url(paper.get("githubRepo")), _http_url(paper.get("projectPage"))
@@ -108,7 +111,7 @@ def parse_huggingface(content: bytes) -> list[Found]:
         if page:
             links.append(Link(page, "project", "huggingface"))
         arxiv_id = paper.get("id") if isinstance(paper.get("id"), str) else None
-        found.append(Found("huggingface", str(paper["title"]), arxiv_id, tuple(links)))
+        found.append(Found("huggingface", paper["title"], arxiv_id, tuple(links)))
     return found
 
 

@@ -48,6 +48,21 @@ def _lists_key(config: Config) -> str:
     return json.dumps([s.max_items, s.page_size])
 
 
+def _owned(store: Store, public: Path) -> set[str] | None:
+    """Return the topics (and `all`) whose feeds and reading lists our publishes wrote into
+    public/, as the state remembers them; None if it knows of none there (a first publish,
+    a state of an earlier version, another folder)."""
+    text = store.meta("published")
+    data = json.loads(text) if text else {}
+    if data.get("public") != str(public.resolve()):
+        return None
+    return set(data["topics"])
+
+
+def _owned_key(public: Path, topics: set[str]) -> str:
+    return json.dumps({"public": str(public.resolve()), "topics": sorted(topics)})
+
+
 def _present(path: Path | str) -> bool:
     """Return True when a published file is there and not empty."""
     try:
@@ -110,8 +125,14 @@ def _publish(
     if not full and not recheck and not any(dirty.values()):
         # Temp files exist only if a publish died: otherwise there is nothing to look at.
         return WriteStats(0, 0, sweep(public, lambda _rel: True, papers=True) if died else 0)
+    # Only the files of topics our publishes wrote into public/ are ever removed: it may
+    # hold the user's own (a CNAME, notes, feeds of their own, in feeds/ and topics/ too).
+    # Remembered before any is written: a publish that dies still knows what it wrote.
+    owned, current = _owned(store, public), {ALL, *(t.id for t in config.topics)}
     with store.transaction():
         store.set_meta("publishing", "1")
+        if owned is None or not current <= owned:
+            store.set_meta("published", _owned_key(public, (owned or set()) | current))
 
     # Only when something is written: jinja2 and feedgen above all, but every module
     # counts when a run with nothing to do should take a blink.
@@ -128,7 +149,7 @@ def _publish(
         render_part,
         work,
     )
-    from feeds.publish.view import FORMATS, Site, feed_path, topic_path
+    from feeds.publish.view import Site
 
     site = Site(title=s.site_title, base_url=s.base_url)
     titles = {t.id: t.title for t in config.topics}
@@ -181,22 +202,22 @@ def _publish(
         out.write(public / "index.html", html.render_index(site, views, all_feed))
         out.write(public / SEARCH_PAGE, html.render_search(site))
 
-    if died:  # only a publish that was killed leaves temp files (see _replace)
+    # Only a publish that was killed leaves temp files (see _replace); a full build looks
+    # all the same (the state that would say so may be new).
+    if died or full:
         removed += sweep(public, lambda _rel: True, papers=True)
-    if full:  # whatever is not a current topic's goes (papers are never removed)
-        ok = {topic_path(t) for t in wanted | {ALL}} | {feed_path(t, f) for t in wanted | {ALL}
-                                                        for f in FORMATS}  # fmt: skip
-        removed += sweep(public, lambda rel: rel.startswith("papers/") or rel in ok, papers=True)
-    else:
-        for gone in dirty["dropped"] - wanted:
-            for rel in (topic_path(gone), *(feed_path(gone, f) for f in FORMATS)):
-                if (public / rel).exists():
-                    (public / rel).unlink()
-                    removed += 1
-            if (public / "topics" / gone).is_dir():
-                import shutil  # rare: not imported by every run
+    # The files of topics gone from the config go (papers are never removed): of those
+    # the state says were dropped, and of those our publishes wrote here; what else the
+    # folder holds is the user's, whatever its name.
+    for gone in sorted((dirty["dropped"] - wanted) | ((owned or set()) - current)):
+        for rel in topic_files(gone):
+            if (public / rel).exists():
+                (public / rel).unlink()
+                removed += 1
+        if (public / "topics" / gone).is_dir():  # its reading list's archive pages
+            import shutil  # rare: not imported by every run
 
-                shutil.rmtree(public / "topics" / gone)
+            shutil.rmtree(public / "topics" / gone)
     searched = _search(config, store, full or recheck, dirty["paper"], progress)
     written = out.written + helped[0]
     if written or removed or searched.shards or searched.topics:
@@ -206,6 +227,8 @@ def _publish(
         store.set_meta("site", _site_key(config))
         store.set_meta("lists", _lists_key(config))
         store.set_meta("publishing", "0")
+        if owned != current:
+            store.set_meta("published", _owned_key(public, current))
         if (store.meta("search") == "recheck") != bool(searched.failed):
             store.set_meta("search", "recheck" if searched.failed else "ok")
     return WriteStats(written, out.unchanged + helped[1], removed, searched.note)

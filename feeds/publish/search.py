@@ -14,7 +14,14 @@ new digest indexes again only the last, small shard, whatever the size of the hi
                         and the fingerprint of what was indexed of it
 
 A folder is written once under a new name; index.json is then switched to the new set and
-the folders it no longer names are removed: a browser never reads half an index.
+the folders it no longer names are removed: a browser never reads half an index. A folder
+is trusted only with its `.complete.json`, written last, once every file Pagefind wrote
+was read back whole (a full disk may cut them short while Pagefind says all went well),
+and only while its files are still the ones listed there: any other is indexed again.
+
+Pagefind runs in a child process that ends with the run (see feeds.helper), its records
+staged in a temp folder named with the run's process id: a run that finds the folder of a
+run no longer alive (killed with SIGKILL) removes it, and the `.build-*` folders of one.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import zlib
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -51,6 +59,9 @@ NOT_FOUND = (
 # What a shard keeps of Pagefind's output: its index alone (the runtime is the primary's).
 _INDEX_FILES = ("pagefind-entry.json", "index", "fragment", "filter")
 _RUNTIME = ("pagefind.js", "pagefind-worker.js")
+COMPLETE = ".complete.json"  # in a folder written whole: each of its files and its size
+_STAGING = "paperfeeds-search-"  # + the run's process id + "-": a temp folder of records
+_GZIP = (".pf_meta", ".pf_index", ".pf_fragment", ".pf_filter", ".pagefind")
 
 
 class SearchError(FeedsError):
@@ -150,10 +161,12 @@ def pagefind_binary() -> Path | None:
 
 
 def _run(cmd: list[str], what: str) -> str:
+    from feeds.helper import ends_with_this_process
+
     try:
         done = subprocess.run(
             cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT,
-            check=False,
+            check=False, preexec_fn=ends_with_this_process(),
         )  # fmt: skip
     except (OSError, subprocess.SubprocessError) as e:
         raise SearchError(f"{what}: Pagefind did not run: {e}") from e
@@ -173,6 +186,128 @@ def _read_manifest(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def _files(folder: Path) -> dict[str, int]:
+    """Return every file under folder (its completion mark aside): size by relative path."""
+    found: dict[str, int] = {}
+    for top, _dirs, names in os.walk(folder):
+        rel = os.path.relpath(top, folder)
+        for name in names:
+            if rel != "." or name != COMPLETE:
+                size = os.stat(os.path.join(top, name)).st_size
+                found[name if rel == "." else f"{rel}/{name}"] = size
+    return found
+
+
+def _whole_gzip(path: Path) -> bool:
+    """Return True when a gzip file decompresses to its end (a file cut short does not)."""
+    inflate = zlib.decompressobj(31)
+    try:
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                inflate.decompress(chunk, 1 << 24)  # what it inflates to is not kept
+                while inflate.unconsumed_tail:
+                    inflate.decompress(inflate.unconsumed_tail, 1 << 24)
+    except (OSError, zlib.error):
+        return False
+    return inflate.eof
+
+
+def _seal(folder: Path, name: str, runtime: bool) -> None:
+    """Check that Pagefind's output in folder is whole, then mark it complete (last).
+
+    Raise SearchError when it is not: a file cut short or empty, the index its entry file
+    names missing, or (`runtime`, the primary) the runtime missing."""
+    files = _files(folder)
+    problem = ""
+    try:
+        entry = json.loads((folder / "pagefind-entry.json").read_bytes())
+        wanted = [f"pagefind.{lang['hash']}.pf_meta" for lang in entry["languages"].values()]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        problem = "pagefind-entry.json is missing or cut short"
+        wanted = []
+    wanted += list(_RUNTIME) if runtime else []
+    for rel in wanted:
+        if not files.get(rel):
+            problem = problem or f"{rel} is missing"
+    for rel in files:
+        if problem:
+            break
+        if rel.endswith(_GZIP) and not _whole_gzip(folder / rel):
+            problem = f"{rel} is cut short"
+    if problem:
+        raise SearchError(f"search index {name}: {problem} (a full disk?)")
+    (folder / COMPLETE).write_text(json.dumps(files, sort_keys=True), "utf-8")
+
+
+def _complete(folder: Path, deep: bool) -> bool:
+    """Return True when folder was sealed and still holds the files it was sealed with, of
+    the same sizes: every file when `deep`, else those at its top level (what a browser
+    loads first: the entry, the metadata, the runtime), a few stats whatever its size."""
+    try:
+        sealed = json.loads((folder / COMPLETE).read_bytes())
+        if deep:
+            return isinstance(sealed, dict) and sealed == _files(folder)
+        with os.scandir(folder) as entries:
+            top = {e.name: e.stat().st_size for e in entries if e.is_file()}
+    except (OSError, ValueError):
+        return False
+    top.pop(COMPLETE, None)
+    if not isinstance(sealed, dict):
+        return False
+    return top == {rel: size for rel, size in sealed.items() if "/" not in rel}
+
+
+def _alive(pid: int) -> bool:
+    """Return True while a process of that id runs (a zombie has ended)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: alive as far as we can tell
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def _pid_in(name: str, prefix: str) -> int | None:
+    """Return the process id in `<prefix><pid>-...`, or None."""
+    pid, dash, _rest = name.removeprefix(prefix).partition("-")
+    return int(pid) if dash and pid.isdigit() else None
+
+
+def _listed(folder: Path, prefix: str) -> list[str]:
+    try:
+        with os.scandir(folder) as entries:
+            return [e.name for e in entries if e.name.startswith(prefix)]
+    except OSError:
+        return []
+
+
+def remove_leftovers(root: Path, now: float) -> None:
+    """Remove what runs that died left: their staging folders in the temp folder (which
+    other projects' runs share: only those of a process no longer alive, or, named
+    without one by an earlier version, untouched for a day) and the `.build-*` folders
+    in root, public/search (any but this process's: the caller holds the state's lock)."""
+    temp = Path(tempfile.gettempdir())
+    for name in _listed(temp, _STAGING):
+        pid = _pid_in(name, _STAGING)
+        if pid is None:
+            try:
+                dead = now - (temp / name).stat().st_mtime > 86400
+            except OSError:
+                continue
+        else:
+            dead = not _alive(pid)
+        if dead:
+            shutil.rmtree(temp / name, ignore_errors=True)
+    for name in _listed(root, ".build-"):
+        if _pid_in(name, ".build-") != os.getpid():
+            shutil.rmtree(root / name, ignore_errors=True)
 
 
 def _records_of(folder: Path) -> dict[str, str]:
@@ -201,7 +336,7 @@ class _Builder:
         future of `name`. Waits while two others are being indexed (memory stays bounded)."""
         while sum(not f.done() for f in self.pending) >= self.workers:
             next(f for f in self.pending if not f.done()).exception()  # waits for it
-        staging = Path(tempfile.mkdtemp(prefix="paperfeeds-search-"))
+        staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{os.getpid()}-"))
         try:
             for rel, data in records.items():
                 path = staging / rel
@@ -218,8 +353,10 @@ class _Builder:
                tsv: str | None) -> str:  # fmt: skip
         final = self.root / name
         build = self.root / f".build-{os.getpid()}-{name.replace('/', '-')}"
+        old = self.root / f".build-{os.getpid()}-old-{name.replace('/', '-')}"
         try:
             shutil.rmtree(build, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)
             cmd = [str(self.exe), "--site", str(staging), "--output-path", str(build),
                    "--force-language", language, "--silent"]  # fmt: skip
             _run(cmd, f"search index {name}")
@@ -232,14 +369,19 @@ class _Builder:
                     entry.unlink()
             if tsv is not None:
                 (build / "records.tsv").write_text(tsv, "utf-8")
-            if final.exists():  # the same records indexed before: that one stays
+            _seal(build, name, runtime=_RUNTIME[0] in keep)
+            if _complete(final, deep=True):  # the same records indexed before: that one stays
                 shutil.rmtree(build)
+            elif final.exists():  # the same records, incomplete: replaced, never merged
+                os.replace(final, old)
+                os.replace(build, final)
             else:
                 final.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(build, final)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
             shutil.rmtree(build, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)
         return name
 
     def close(self) -> None:
@@ -299,12 +441,15 @@ def update_search(
         return Indexed(note=NOT_FOUND)
     version = _run([str(exe), "--version"], "Pagefind's version").split()[-1]
     root = public / "search"
+    remove_leftovers(root, time.time())
     old = _read_manifest(root / "index.json") or {}
     same = old.get("format") == FORMAT and old.get("pagefind") == version
     kept: dict[tuple[int, int], str] = {}
     if same:
+        # A full build (--repair, or after a failed update) compares every file of each
+        # folder; an update the top levels alone, not a fragment a paper.
         for s in old.get("shards", ()):
-            if (root / s["dir"]).is_dir():
+            if _complete(root / s["dir"], deep=changed is None):
                 kept[int(s["first"]), int(s["end"])] = str(s["dir"])
     wanted = shard_ranges(store.paper_count())
     kept = {r: d for r, d in kept.items() if r in wanted}
@@ -313,11 +458,10 @@ def update_search(
     topic_records = {path: topic_record(title, about) for path, title, about in topics}
     prints = sorted((path, fingerprint(record)) for path, record in topic_records.items())
     primary = f"t-{_tag(FORMAT, version, prints)}"
-    if not todo and same and old.get("primary") == primary and (root / primary).is_dir():
+    whole = _complete(root / primary, deep=True)  # a few files: the topics'
+    if not todo and same and old.get("primary") == primary and whole:
         return Indexed()
     root.mkdir(parents=True, exist_ok=True)
-    for leftover in root.glob(".build-*"):  # of a publish that was killed
-        shutil.rmtree(leftover, ignore_errors=True)
     builder = _Builder(exe, root)
     dirs = dict(kept)
     papers = 0
@@ -334,7 +478,7 @@ def update_search(
             name = f"p/{first}-{end - 1}-{_tag(FORMAT, version, first, end, tsv)}"
             futures[first, end] = builder.submit(name, records, "zh", _INDEX_FILES, tsv)
             papers += len(lines)
-        if not (root / primary).is_dir():
+        if not whole:
             progress("search index: topics")
             keep = (*_INDEX_FILES, *_RUNTIME)
             builder.submit(primary, topic_records, "en", keep, None).result()
