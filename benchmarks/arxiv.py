@@ -10,7 +10,7 @@ with English abstracts of ~1,000 characters. Each is then timed in this process:
   harvest    each page parsed (atom.parse), decided on (harvest.after_page) and its new
              entries made papers (harvest.to_paper)
   XML floor  ElementTree parsing the same pages, and nothing else
-  digest     feeds.digest.parse of the same papers' digests: the rate to compare with
+  digest     feeds.sources.digest.parse of the same papers' digests: the rate to compare with
   store      the SQLite-rows floor of run.py (the state keeps no arXiv papers yet)
   match      the matcher over each set of papers (an arXiv paper's abstract in `summary`,
              which topics match either text in)
@@ -38,8 +38,11 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.generate import write_digests, write_topics  # noqa: E402
 from benchmarks.run import store_floor  # noqa: E402
-from feeds.arxiv.atom import parse as parse_atom  # noqa: E402
-from feeds.arxiv.harvest import (  # noqa: E402
+from feeds.config import load_subscriptions  # noqa: E402
+from feeds.match.fast import Matcher  # noqa: E402
+from feeds.model import Paper  # noqa: E402
+from feeds.sources.arxiv.atom import parse as parse_atom  # noqa: E402
+from feeds.sources.arxiv.harvest import (  # noqa: E402
     ArxivPaper,
     Cursor,
     Request,
@@ -47,10 +50,7 @@ from feeds.arxiv.harvest import (  # noqa: E402
     next_request,
     to_paper,
 )
-from feeds.config import load_subscriptions  # noqa: E402
-from feeds.digest import parse as parse_digest  # noqa: E402
-from feeds.match import Matcher  # noqa: E402
-from feeds.model import Paper  # noqa: E402
+from feeds.sources.digest import parse as parse_digest  # noqa: E402
 from tests.arxivserver import FakePaper, feed_xml  # noqa: E402
 
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)

@@ -12,7 +12,7 @@ command's own output: `write-seconds <float>`, `wait-seconds <float>`, `peak-kb 
 With BENCH_REPLACED=<file> in the environment, the run (and a helper) also adds to it the
 paths of the files it put in place, a line each (for the floor of a new digest's writes).
 
-A big match or publish does some of its parts in a helper process (feeds.helper); it is
+A big match or publish does some of its parts in a helper process (feeds.parallel); it is
 started through this script too, and reports its own `helper-write-seconds` and
 `helper-peak-kb` when it ends.
 """
@@ -55,7 +55,7 @@ def main() -> None:
     record = os.environ.get("BENCH_REPLACED")
     if record:
         os.replace = _recorded(os.replace)
-    from feeds import helper
+    from feeds import parallel as helper
 
     if sys.argv[1:2] == ["--helper"]:
         try:

@@ -163,7 +163,7 @@ def _short_institution(name: str) -> str:
 
 def load_corpus(seeds_dir: Path | None = None) -> Corpus:
     """Read the seed digests with the real parser and pool their parts."""
-    from feeds.digest import looks_like_authors, parse
+    from feeds.sources.digest import looks_like_authors, parse
 
     files = sorted(Path(seeds_dir or SEEDS_DIR).glob("*.txt"))
     papers = [p for f in files for _, p in parse(f.read_bytes(), str(f)).papers]

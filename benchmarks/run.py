@@ -37,11 +37,11 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.generate import write_digests, write_topics  # noqa: E402
 from feeds.config import Criteria, load_subscriptions  # noqa: E402
-from feeds.digest import parse  # noqa: E402
-from feeds.match import Matcher  # noqa: E402
+from feeds.match.fast import Matcher  # noqa: E402
+from feeds.match.reference import TopicMatcher, match_papers  # noqa: E402
+from feeds.match.terms import normalize  # noqa: E402
 from feeds.model import Paper  # noqa: E402
-from feeds.reference import TopicMatcher, match_papers  # noqa: E402
-from feeds.terms import normalize  # noqa: E402
+from feeds.sources.digest import parse  # noqa: E402
 
 PHASES = ("parse", "match", "full")
 INCREMENTS = 5  # new digests, one run each, after the full build
@@ -159,7 +159,7 @@ def bare_parse(blobs: list[tuple[str, bytes]]) -> tuple[int, float]:
     authors or institutions, no normalized title, no checks: a floor, not a parser."""
     import hashlib
 
-    from feeds import digest
+    from feeds.sources import digest
 
     record, head, sha1 = digest._RECORD.match, digest._HEAD.match, hashlib.sha1
     papers = 0

@@ -9,23 +9,12 @@ import os
 import pickle
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from feeds import __version__
 
-if TYPE_CHECKING:
-    from feeds.match import Matcher
-    from feeds.topics import Criteria
-
 # Bump when the pickled objects change shape in a way the code stamp below would not see.
 CACHE_FORMAT = 1
-
-# The modules whose code decides what is cached: a changed reader (a new field, a new rule)
-# must not be answered from an old cache.
-_READERS = (
-    "config.py", "configfile.py", "settings.py", "topics.py", "terms.py", "fields.py",
-    "match.py", "model.py", "text.py", "yamlload.py", "cache.py",
-)  # fmt: skip
 
 T = TypeVar("T")
 
@@ -53,49 +42,22 @@ def cached(name: str, made_of: Sequence[Path | None], build: Callable[[], T], ki
     return value
 
 
-def cached_matcher(topics: Sequence[tuple[str, Criteria]]) -> Matcher:
-    """Return Matcher(topics), loaded from the cache folder when one was built before for
-    the same topics by the same code, else built and saved there.
-
-    Building one for a thousand topics (~130 ms) costs several times as much as loading it
-    (~20 ms), a large part of a run that adds one digest. One file per working folder,
-    overwritten, so the cache cannot grow.
-    """
-    import hashlib
-    import os
-    import sys
-    import zlib
-
-    from feeds.match import Matcher  # the automaton's module: only when matching
-
-    # The environment too: the automaton is pyahocorasick's own pickle, and one cache
-    # folder may serve several virtual environments with different versions of it.
-    where = (sys.version, sys.prefix)
-    made_of = repr((CACHE_FORMAT, where, code_stamp(), list(topics)))
-    key = hashlib.sha256(made_of.encode()).hexdigest()
-    path = cache_dir() / f"matcher-{zlib.crc32(os.getcwd().encode()):08x}.pickle"
-    matcher = cache_read(path, key)
-    if isinstance(matcher, Matcher):
-        return matcher
-    matcher = Matcher(topics)  # before any paper: its memo tables are empty when saved
-    cache_write(path, key, matcher)
-    return matcher
-
-
 def cache_dir() -> Path:
     """Where derived, disposable data goes: $XDG_CACHE_HOME/paperfeeds or ~/.cache/paperfeeds."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
     return Path(base) / "paperfeeds"
 
 
-def code_stamp() -> list[tuple[str, int, int]]:
-    # A changed reader (a new field, a new rule) must not be answered from an old cache.
+def code_stamp() -> tuple[tuple[str, int, int], ...]:
+    """Return what tells this package's code from another's: the name, time and size of
+    every module in it. Derived, not a hand-kept list of the readers: whatever module a
+    cached object's making went through, an edit to it (or a moved file) is a miss."""
     here = Path(__file__).parent
-    stamp = []
-    for name in _READERS:
-        st = (here / name).stat()
-        stamp.append((name, st.st_mtime_ns, st.st_size))
-    return stamp
+    found = []
+    for path in sorted(here.rglob("*.py")):
+        st = path.stat()
+        found.append((str(path.relative_to(here)), st.st_mtime_ns, st.st_size))
+    return tuple(found)
 
 
 def cache_read(path: Path, key: object) -> object | None:

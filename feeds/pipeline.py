@@ -10,19 +10,19 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from feeds.config import Config
 from feeds.errors import EXIT_OK, EXIT_REJECTED, EXIT_UNDELIVERED, DigestRejected, StateError
-from feeds.ingest import Input, inbox_files, read_input, shown
-from feeds.lock import exclusive
 from feeds.publish.build import publish
 from feeds.publish.write import WriteStats
+from feeds.settings import Config
+from feeds.sources.inbox import Input, inbox_files, read_input, shown
 from feeds.state import Store
+from feeds.state.lock import exclusive
 
 if TYPE_CHECKING:
     from feeds.alerts.send import Outcome
-    from feeds.links.enrich import Throttle
     from feeds.model import Diagnostic, Paper, ParsedDigest
-    from feeds.sources import Down
+    from feeds.net.pacing import Throttle
+    from feeds.sources.remote import Down
 
 Progress = Callable[[str], None]
 
@@ -171,7 +171,7 @@ def _inputs(
                 got.deferred.append(shown(path))
                 got.retry_at = min(result, got.retry_at or result)
     if s.sources and not offline:
-        from feeds.remote import fetch_sources  # the network stack, only when used
+        from feeds.sources.remote import fetch_sources  # the network stack, only when used
 
         fetched, stale, down = fetch_sources(store, s, now, last_run)
         got.stale.extend(stale)
@@ -223,8 +223,9 @@ def _cycle(
     report = None
     if s.links.check and not offline:
         from feeds.links.resolve import resolve_links  # the network stack, only when used
+        from feeds.sources.arxiv.lookup import parse_arxiv
 
-        report = resolve_links(store, s.links, now, progress, arxiv)
+        report = resolve_links(store, s.links, now, progress, arxiv, parse_arxiv)
         if report.changed or report.found:
             progress("publishing")
             again = publish(config, store, progress=progress)
@@ -274,7 +275,7 @@ def _said_down(got: _Collected) -> tuple[str, ...]:
     """Return the sources whose failures began in this run, in words (said once)."""
     if not got.down:
         return ()
-    from feeds.sources import say_down
+    from feeds.sources.remote import say_down
 
     return say_down(got.down)
 
@@ -289,8 +290,8 @@ def _harvest(
     entries per category (those that failed and brought nothing are not listed). A
     category's trouble is said once: when its failures begin (got.down), and when it
     becomes stale (got.stale)."""
-    from feeds.arxiv.source import harvest, source_key
-    from feeds.sources import Down, failing_since, newly_stale, put_failing_since
+    from feeds.sources.arxiv.source import harvest, source_key
+    from feeds.sources.remote import Down, failing_since, newly_stale, put_failing_since
 
     s = config.settings
     brought: dict[str, int] = {}
@@ -325,7 +326,7 @@ def _harvest(
 
 
 def _throttle(delay: float) -> Throttle:
-    from feeds.links.enrich import Throttle  # the network modules only when used
+    from feeds.net.pacing import Throttle  # the network modules only when used
 
     return Throttle(delay)
 
@@ -354,8 +355,8 @@ def _ingest(
         return None
     # Parsing and link extraction compile many patterns: imported only when a digest is
     # new (after the first time, these imports are a dictionary lookup).
-    from feeds.digest import parse
     from feeds.links.extract import extract_links
+    from feeds.sources.digest import parse
 
     try:
         parsed = parse(item.content, item.name)
@@ -431,8 +432,8 @@ def _match(
     new_matches = dict.fromkeys(prints, 0)
     if known == prints and not waiting:  # the common no-op: nothing to decide or load
         return new_matches
-    from feeds.matching import Matching, matched
-    from feeds.membership import Changes, plan
+    from feeds.match.membership import Changes, plan
+    from feeds.match.step import Matching, matched
 
     criteria = {t.id: t.criteria for t in config.topics}
     todo = plan(prints, known, papers_waiting=waiting)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from feeds.errors import ConfigError
+from feeds.topics import Topic
 
 
 @dataclass(frozen=True)
@@ -118,3 +119,13 @@ def _overlap(public: Path, folder: Path, *, inside: bool) -> str | None:
     if inside and public.is_relative_to(folder):
         return "is inside"
     return None
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole configuration: the settings and the topics, as read and validated by
+    feeds.config."""
+
+    settings: Settings
+    topics: tuple[Topic, ...]
+    subscriptions_path: Path

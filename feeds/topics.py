@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -10,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # a run that reads the config from the cache does not load feeds.model
     from feeds.model import Diagnostic
 
-# The fields of a paper that terms are looked for in (see feeds.fields).
+# The fields of a paper that terms are looked for in (see feeds.match.fields).
 FIELDS = ("title", "summary", "authors", "institutions", "comments", "venue", "categories")
 DEFAULT_FIELDS = ("title", "summary")
 
@@ -60,26 +59,3 @@ class Topic:
 
         data = [self.title, self.description, self.max_items]
         return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
-
-
-_COMMAS = re.compile(r"[,，]")  # NFKC makes the full-width comma a comma
-
-
-def comma_warning(items: tuple[str, ...], index: int) -> str | None:
-    """Return a warning for the term `items[index]` if it holds a comma, suggesting the list
-    `items` with it split; None for other terms and for regular expressions.
-
-    YAML reads `any: 幻觉, hallucinat*` as the one term "幻觉, hallucinat*" (a comma
-    separates only inside [...]), which matches only that text, comma included; so does a
-    quoted item, `[a, "b, c"]`."""
-    from feeds.terms import regex_source
-
-    term = items[index]
-    if not _COMMAS.search(term) or regex_source(term) is not None:
-        return None
-    parts = [p.strip() for p in _COMMAS.split(term) if p.strip()]
-    listed = [*items[:index], *parts, *items[index + 1 :]]
-    return (
-        f"{term!r} is one term, comma included (a comma separates terms only in a list);"
-        f" for {len(parts)} terms write [{', '.join(listed)}]"
-    )

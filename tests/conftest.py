@@ -198,7 +198,7 @@ class SlowOs:
 
 write.os = SlowOs()
 if {helped}:  # every publish shares its parts with a helper process, slowed down too
-    from feeds import helper
+    from feeds import parallel as helper
     from feeds.publish import parts
 
     helper.HELP_FROM = 0
@@ -220,7 +220,7 @@ def slow_feeds(folder: Path, delay: float, *, helped: bool = False) -> Path:
     seconds between its temp file being written and its rename (so a signal lands while
     temp files exist and some, not all, files are published). Return its path.
 
-    `helped`: every publish takes a helper process (see feeds.helper), started
+    `helped`: every publish takes a helper process (see feeds.parallel), started
     through the script too, which then leaves a file `<script>.helper-started`."""
     script = folder / "slow_feeds.py"
     script.write_text(_SLOW_FEEDS.format(delay=delay, helped=helped))

@@ -22,8 +22,8 @@ from feeds.alerts.due import AlertState, after_delivery, due_at, is_due
 from feeds.alerts.env import AlertsConfigError, MissingVariable, expand
 from feeds.alerts.message import NewPaper, compose
 from feeds.errors import ConfigError
-from feeds.links.policy import backoff
 from feeds.model import Hit, Link, Paper
+from feeds.net.pacing import backoff
 from feeds.publish.view import Site
 from tests.linkserver import LinkServer, _Handler, send
 from tests.mailserver import MailServer

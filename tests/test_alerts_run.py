@@ -18,7 +18,7 @@ import pytest
 
 from feeds.alerts.env import unset_variables
 from feeds.alerts.send import send_pending
-from feeds.cli import _print_summary
+from feeds.cli.run import print_summary
 from feeds.config import Config, load
 from feeds.errors import ConfigError
 from feeds.pipeline import RunSummary, run
@@ -390,9 +390,9 @@ def test_a_destination_waiting_out_its_backoff_says_so_and_is_no_new_failure(
     assert waiting.exit_code == 0  # cron mails no stale failure
     why = "Failed to send JSON POST notification: Servers are overloaded., error=503."
     assert waiting.alerts_waiting == {shown: f"waiting until 11:00 UTC after a failed try ({why})"}
-    _print_summary(waiting, config, quiet=True, offline=False)
+    print_summary(waiting, config, quiet=True, offline=False)
     assert capsys.readouterr().err == ""  # a wait is said once, by the run that failed
-    _print_summary(waiting, config, quiet=False, offline=False)
+    print_summary(waiting, config, quiet=False, offline=False)
     assert (
         f"alert waiting: {shown}: waiting until 11:00 UTC after a failed try ({why});"
         " 30 papers pending"

@@ -17,10 +17,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feeds.arxiv import client as arxiv_client
-from feeds.arxiv.atom import ApiError, ArxivError, Author, BadAnswer, Entry, Page, parse
-from feeds.arxiv.client import FetchFailed, Harvester, fetch_page, query_url
-from feeds.arxiv.harvest import (
+from feeds.errors import FeedsError
+from feeds.model import Institution, Link, SourceState
+from feeds.net import AddressPolicy, guarded_client
+from feeds.net.client import Client
+from feeds.net.pacing import Throttle
+from feeds.sources.arxiv import client as arxiv_client
+from feeds.sources.arxiv.atom import ApiError, ArxivError, Author, BadAnswer, Entry, Page, parse
+from feeds.sources.arxiv.client import FetchFailed, Harvester, fetch_page, query_url
+from feeds.sources.arxiv.harvest import (
     Cursor,
     HarvestResult,
     Request,
@@ -30,12 +35,7 @@ from feeds.arxiv.harvest import (
     to_paper,
     valid_category,
 )
-from feeds.digest import parse as parse_digest
-from feeds.errors import FeedsError
-from feeds.links.enrich import Throttle
-from feeds.model import Institution, Link, SourceState
-from feeds.net import AddressPolicy, guarded_client
-from feeds.net.client import Client
+from feeds.sources.digest import parse as parse_digest
 from feeds.text import clean_xml
 from tests.arxivserver import ArxivServer, FakePaper, error_feed, feed_xml
 from tests.linkserver import LinkServer, redirect, reply, slow

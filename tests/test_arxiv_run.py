@@ -237,7 +237,8 @@ def test_a_count_of_five_thousand_digits_is_a_bad_answer_not_a_crash(
     _run(config, NOW + timedelta(minutes=1))
     assert len(api.requests) == asked  # the source backs off: not asked again at once
 
-    from feeds.links.enrich import LookupFailed, parse_arxiv
+    from feeds.links.enrich import LookupFailed
+    from feeds.sources.arxiv.lookup import parse_arxiv
 
     with pytest.raises(LookupFailed, match="5,000 digits"):  # the title lookup too
         parse_arxiv(hostile)

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from feeds import check
-from feeds.check import BROAD, EXAMPLES, TopicReport, check_topics
 from feeds.config import Criteria, Topic, load_subscriptions
-from feeds.fields import paper_fields
-from feeds.match import Matcher
+from feeds.match import report as check
+from feeds.match.fast import Matcher
+from feeds.match.fields import paper_fields
+from feeds.match.reference import TopicMatcher
+from feeds.match.report import BROAD, EXAMPLES, TopicReport, check_topics
 from feeds.model import Paper
-from feeds.reference import TopicMatcher
 from feeds.text import strip_accents
 from tests.test_match_equivalence import random_topics, seed_papers
 

@@ -1,4 +1,4 @@
-"""Tests of the digest parser (feeds.digest) against golden files and hand-made digests.
+"""Tests of the digest parser (feeds.sources.digest) against golden files and hand-made digests.
 
 The expected values in tests/data/expected/*.json were written independently of the parser,
 from the raw seed text and the digest format in the spec (SPEC.md, "The digest format").
@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feeds.digest import parse
 from feeds.errors import DigestRejected
 from feeds.model import Diagnostic, Institution, Paper, ParsedDigest
+from feeds.sources.digest import parse
 from feeds.text import paper_id
 
 HERE = Path(__file__).parent

@@ -1,6 +1,7 @@
-"""The parser's fast path (one regex match per record of the common shape, feeds.digest._scan)
-gives exactly what the line-by-line reference (feeds.digest._parse_lines) gives: the same
-papers with the same line numbers, the same venue, the same diagnostics, the same rejections.
+"""The parser's fast path (one regex match per record of the common shape,
+feeds.sources.digest._scan) gives exactly what the line-by-line reference
+(feeds.sources.digest._parse_lines) gives: the same papers with the same line numbers, the
+same venue, the same diagnostics, the same rejections.
 
 parse() reads what it can with the fast path and the other parts of a file with the line
 loop of the reference; these tests compare parse() with the reference on seeds, synthetic
@@ -22,8 +23,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.generate import generate_digest
-from feeds import digest
-from feeds.digest import (
+from feeds.errors import DigestRejected
+from feeds.model import Institution, ParsedDigest
+from feeds.sources import digest
+from feeds.sources.digest import (
     _classify,
     _institutions,
     _parse_lines,
@@ -34,8 +37,6 @@ from feeds.digest import (
     split_authors,
     split_institutions,
 )
-from feeds.errors import DigestRejected
-from feeds.model import Institution, ParsedDigest
 
 HERE = Path(__file__).parent
 SEEDS = sorted((HERE.parent / "seeds").glob("*.txt"))

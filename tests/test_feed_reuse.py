@@ -12,11 +12,11 @@ from pathlib import Path
 import feedparser
 import pytest
 
-from feeds.digest import parse
 from feeds.model import Hit, Item, Link
 from feeds.pipeline import run
 from feeds.publish import pages, render
 from feeds.publish.view import FeedView, Site
+from feeds.sources.digest import parse
 from feeds.state.records import ListRow
 from tests.conftest import project_config
 

@@ -20,8 +20,8 @@ import pytest
 
 from feeds.config import Settings
 from feeds.pipeline import run
-from feeds.say import shorten
 from feeds.schedule import crontab, next_times
+from feeds.words import shorten
 from tests.conftest import ROOT, Workspace
 
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)

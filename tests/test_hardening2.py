@@ -329,7 +329,7 @@ def test_sigkill_mid_publish_ends_the_helper(tmp_path: Path) -> None:
 
 
 def test_shown_escapes_control_characters() -> None:
-    from feeds.ingest import shown
+    from feeds.sources.inbox import shown
 
     assert shown("inbox/a\nrejected: evil.txt") == "inbox/a\\x0arejected: evil.txt"
     assert shown("a\rb\tc\x1b[31m\x7fd\x85e\u2028f") == "a\\x0db\\x09c\\x1b[31m\\x7fd\\x85e\\u2028f"

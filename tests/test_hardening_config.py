@@ -22,19 +22,19 @@ import re2
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from feeds import yamlload
-from feeds.cache import cached_matcher
-from feeds.check import check_topics
 from feeds.config import FIELDS, Criteria, Settings, Topic, load, load_settings, load_subscriptions
-from feeds.configfile import read_settings
+from feeds.config import yamlfile as yamlload
+from feeds.config.read import read_settings
 from feeds.errors import ConfigError
-from feeds.fields import paper_fields
-from feeds.match import Matcher
+from feeds.match.cache import cached_matcher
+from feeds.match.fast import Matcher
+from feeds.match.fields import paper_fields
+from feeds.match.reference import TopicMatcher, match_papers
+from feeds.match.report import check_topics
+from feeds.match.terms import IGNORECASE_ASCII_TWINS as _IGNORECASE_ASCII_TWINS
+from feeds.match.terms import compile_term, normalize, required_literal
 from feeds.model import Institution, Paper
-from feeds.reference import TopicMatcher, match_papers
 from feeds.settings import check_places
-from feeds.terms import IGNORECASE_ASCII_TWINS as _IGNORECASE_ASCII_TWINS
-from feeds.terms import compile_term, normalize, required_literal
 from tests.conftest import ROOT, make_workspace, run_feeds
 from tests.test_config import TOPIC_HEAD, expect_error, write, y
 from tests.test_match_equivalence import seed_papers

@@ -28,16 +28,18 @@ from hypothesis import strategies as st
 
 from feeds.config import Config, load
 from feeds.links.check import Checker
-from feeds.links.enrich import Enricher, LookupFailed, Throttle, parse_huggingface
+from feeds.links.enrich import Enricher, LookupFailed, parse_huggingface
 from feeds.model import Item, Link, Paper, SourceState
 from feeds.net import AddressPolicy, BlockedAddress, guarded_client, public_address
 from feeds.net.client import Client
 from feeds.net.guard import GuardedBackend
+from feeds.net.pacing import Throttle
 from feeds.pipeline import run
 from feeds.publish.pages import render_topic
 from feeds.publish.render import content_html, render_feed, render_json_feed
 from feeds.publish.view import FeedView, Site, best_link, safe_href, web_url
-from feeds.sources import SourceFailed, fetch
+from feeds.sources.arxiv.lookup import parse_arxiv
+from feeds.sources.remote import SourceFailed, fetch
 from feeds.state.records import ListRow
 from feeds.text import paper_id
 from feeds.urls import http_url_problem
@@ -272,6 +274,7 @@ def _enricher(clients: list[Client], api: str) -> Enricher:
     return Enricher(
         _client(clients, policy), policy,
         arxiv_api=f"{api}/query", huggingface_api=api, arxiv_throttle=Throttle(0),
+        read_arxiv=parse_arxiv,
     )  # fmt: skip
 
 

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from feeds import helper, matching
+from feeds import parallel as helper
 from feeds.config import Config
 from feeds.errors import PublishError
+from feeds.match import step as matching
 from feeds.pipeline import RunSummary, run
 from feeds.publish import parts
 from tests.conftest import ROOT, project_config
@@ -163,7 +164,7 @@ import os, sys, time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from feeds.helper import Helper
+from feeds.parallel import Helper
 from feeds.publish.parts import Pages, Plan, Publishing
 from feeds.publish.view import Site
 from feeds.state import Store
@@ -228,7 +229,8 @@ def test_the_helper_ignores_interrupts_and_exits_with_its_parent(tmp_path: Path)
 # A helper that does its first part and dies in its second, as if killed for memory.
 _DIES_LATER = """\
 import os, sys
-from feeds import helper, matching
+from feeds import parallel as helper
+from feeds.match import step as matching
 from feeds.publish import parts
 done = []
 

@@ -22,15 +22,17 @@ from typing import Any
 import feedparser
 import pytest
 
+from feeds.cli.report import gather, render_text
 from feeds.config import Config, load
 from feeds.links.check import Checker
-from feeds.links.policy import Outage, backoff, network_after
+from feeds.links.policy import Outage, network_after
+from feeds.match.hits import matched_text
 from feeds.model import Hit, Item, Link, Paper
 from feeds.net import AddressPolicy, guarded_client
+from feeds.net.pacing import backoff
 from feeds.pipeline import run
 from feeds.publish.render import content_html, item_html, render_feed, render_json_feed
-from feeds.publish.view import FeedView, Site, link_words, matched_text
-from feeds.status import gather, render_text
+from feeds.publish.view import FeedView, Site, link_words
 from tests.arxivserver import EMPTY_ANSWER
 from tests.linkserver import LinkServer, json_reply, redirect, reply
 

@@ -22,11 +22,11 @@ from feeds.links.check import (
     Checker,
     CheckResult,
     check_many,
-    retry_after_seconds,
     status_for,
 )
 from feeds.links.policy import schedule
 from feeds.net import USER_AGENT, AddressPolicy, guard, guarded_client
+from feeds.net.pacing import retry_after_seconds
 from tests.linkserver import LinkServer, json_reply, redirect, reply, send, sequence
 
 SLACK = 3.0  # seconds beyond a check's total timeout that a test tolerates before "hanging"

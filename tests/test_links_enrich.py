@@ -18,13 +18,13 @@ from feeds.config import load
 from feeds.links.enrich import (
     Enricher,
     LookupFailed,
-    Throttle,
-    parse_arxiv,
     parse_huggingface,
     same_title,
 )
 from feeds.net import AddressPolicy, guarded_client
+from feeds.net.pacing import Throttle
 from feeds.pipeline import run
+from feeds.sources.arxiv.lookup import parse_arxiv
 from tests.arxivserver import EMPTY_ANSWER
 
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -218,6 +218,7 @@ def _enricher(server: Server, **kwargs: object) -> Enricher:
         arxiv_api=f"{server.base}/api/query",
         huggingface_api=f"{server.base}/api",
         arxiv_throttle=Throttle(0),
+        read_arxiv=parse_arxiv,
         **kwargs,  # type: ignore[arg-type]
     )
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from feeds.digest import parse
 from feeds.links.extract import classify, extract_links, normalize_url
 from feeds.model import Link, LinkKind
+from feeds.sources.digest import parse
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 

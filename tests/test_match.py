@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from feeds.config import Criteria
-from feeds.digest import parse
+from feeds.match.reference import TopicMatcher
+from feeds.match.terms import compile_term, normalize
 from feeds.model import Hit, Institution, Paper
-from feeds.reference import TopicMatcher
-from feeds.terms import compile_term, normalize
+from feeds.sources.digest import parse
 from feeds.text import paper_id
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"

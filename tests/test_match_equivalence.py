@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feeds.config import FIELDS, Criteria
-from feeds.digest import parse
-from feeds.match import Matcher
+from feeds.match.fast import Matcher
+from feeds.match.reference import TopicMatcher, match_papers
 from feeds.model import Institution, Paper
-from feeds.reference import TopicMatcher, match_papers
+from feeds.sources.digest import parse
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 

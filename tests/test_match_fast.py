@@ -13,13 +13,13 @@ import warnings
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from feeds.match import _FIELD_SEP, Matcher
+from feeds.match.fast import _FIELD_SEP, Matcher
+from feeds.match.reference import TopicMatcher, match_papers
+from feeds.match.terms import IGNORECASE_ASCII_TWINS as _IGNORECASE_ASCII_TWINS
+from feeds.match.terms import WORD as _WORD
+from feeds.match.terms import WORD_CHARS as _WORD_CHARS
+from feeds.match.terms import collapse_separators, compile_term, normalize, required_literal
 from feeds.model import Institution, Paper
-from feeds.reference import TopicMatcher, match_papers
-from feeds.terms import IGNORECASE_ASCII_TWINS as _IGNORECASE_ASCII_TWINS
-from feeds.terms import WORD as _WORD
-from feeds.terms import WORD_CHARS as _WORD_CHARS
-from feeds.terms import collapse_separators, compile_term, normalize, required_literal
 from feeds.text import CJK_CLASS
 from feeds.topics import FIELDS, Criteria
 from tests.test_match_equivalence import random_topics, seed_papers

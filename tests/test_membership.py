@@ -3,7 +3,7 @@ change as the matches arrive."""
 
 from __future__ import annotations
 
-from feeds.membership import Changes, plan
+from feeds.match.membership import Changes, plan
 
 
 def test_a_new_or_edited_topic_is_matched_against_the_history() -> None:

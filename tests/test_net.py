@@ -25,11 +25,9 @@ from typing import Any
 import httpx
 import pytest
 
-from feeds.arxiv.client import fetch_page
-from feeds.arxiv.harvest import Request
 from feeds.errors import FeedsError
 from feeds.links.check import Checker
-from feeds.links.enrich import Enricher, Throttle
+from feeds.links.enrich import Enricher
 from feeds.model import SourceState
 from feeds.net import (
     USER_AGENT,
@@ -48,7 +46,11 @@ from feeds.net import (
     guarded_client,
 )
 from feeds.net.client import Client, Response
-from feeds.sources import fetch
+from feeds.net.pacing import Throttle
+from feeds.sources.arxiv.client import fetch_page
+from feeds.sources.arxiv.harvest import Request
+from feeds.sources.arxiv.lookup import parse_arxiv
+from feeds.sources.remote import fetch
 from tests.arxivserver import EMPTY_ANSWER, ArxivServer
 from tests.linkserver import LinkServer, json_reply, redirect, reply
 
@@ -403,7 +405,7 @@ def test_every_kind_of_request_sends_the_one_user_agent(site: LinkServer, client
     assert fetched.content == b"a digest"
     enricher = Enricher(
         client, LOOPBACK, arxiv_api=site.url("/api/query"), huggingface_api=site.url("/hf"),
-        arxiv_throttle=Throttle(0),
+        arxiv_throttle=Throttle(0), read_arxiv=parse_arxiv,
     )  # fmt: skip
     assert enricher.arxiv("A Title") is None
     assert enricher.huggingface("A Title", "2601.00001") is None  # 404: not there
@@ -457,7 +459,7 @@ def test_httpx_and_httpcore_are_used_in_feeds_net_only_and_publicly() -> None:
 
 def test_importing_feeds_net_loads_no_http_library() -> None:
     probe = (
-        "import sys, feeds.net, feeds.sources, feeds.links.check\n"
+        "import sys, feeds.net, feeds.sources.remote, feeds.links.check\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'httpcore', 'ssl')))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -17,8 +17,8 @@ import pytest
 
 from feeds.config import Config
 from feeds.errors import StateError
-from feeds.lock import exclusive
 from feeds.pipeline import run
+from feeds.state.lock import exclusive
 from tests.conftest import project_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -300,7 +300,7 @@ def test_a_run_that_dies_while_ingesting_keeps_the_digests_read_whole(
 def test_the_memberships_stored_are_those_the_matcher_gives(project: Path) -> None:
     """Hits are encoded where the papers are matched, and most encodings are reused: every
     stored membership must still carry its own paper's hits."""
-    from feeds.match import Matcher
+    from feeds.match.fast import Matcher
     from feeds.state import Store, encode_hits
 
     config = _config(project)
@@ -321,7 +321,7 @@ def test_the_memberships_stored_are_those_the_matcher_gives(project: Path) -> No
 def test_hits_made_afresh_for_each_paper_are_encoded_for_each(tmp_path: Path) -> None:
     # Encodings are found by the identity of the hits' tuple: a tuple made for one paper
     # and let go must not lend its encoding to the next one's.
-    from feeds.matching import Matching
+    from feeds.match.step import Matching
     from feeds.model import Hit, Paper
     from feeds.state import Store, encode_hits
     from feeds.text import paper_id

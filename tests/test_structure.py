@@ -83,6 +83,32 @@ def test_no_import_cycle() -> None:
     assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
 
 
+def _room(name: str) -> str:
+    """Return the room a module is in: its top-level folder (`feeds.match`), or the module
+    itself when it stands at the top (`feeds.pipeline`)."""
+    return ".".join(name.split(".")[:2])
+
+
+def test_the_folders_and_top_level_modules_import_each_other_in_no_cycle() -> None:
+    """The house reads top-down: cli above pipeline above the stages (sources, match,
+    publish, links, alerts) above state and net. A folder that imports another one that
+    imports it back (even inside a function) is no stop on one road."""
+    modules = _modules()
+    known = set(modules)
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges = graph.setdefault(_room(name), set())
+        edges |= {_room(t) for t in _imports(name, path, known)} - {_room(name), "feeds"}
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
+
+
+def test_at_most_fourteen_top_level_modules() -> None:
+    """What does not fit one of the stage folders stands at the top; a newcomer reads the
+    top level as the table of contents, so it stays short."""
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 14, top
+
+
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: p.name)
 def test_no_module_is_over_500_lines(path: Path) -> None:
     lines = len(path.read_text(encoding="utf-8").splitlines())

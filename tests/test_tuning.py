@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from feeds.check import explain_topic
 from feeds.config import Settings, Topic, load_subscriptions
 from feeds.errors import ConfigError
-from feeds.fields import paper_fields
+from feeds.match.fields import paper_fields
+from feeds.match.reference import TopicMatcher
+from feeds.match.report import explain_topic
 from feeds.model import Hit
-from feeds.reference import TopicMatcher
 from feeds.schedule import in_seconds, say_when
 from tests.conftest import ROOT, Workspace, make_workspace
 from tests.test_match_equivalence import random_topics, seed_papers

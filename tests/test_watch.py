@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from feeds.digest import parse
 from feeds.pipeline import run
+from feeds.sources.digest import parse
 from tests.conftest import ROOT, Workspace, make_workspace, run_feeds, slow_feeds
 
 SEEDS = sorted((ROOT / "seeds").glob("*.txt"))

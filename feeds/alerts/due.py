@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from feeds.links.policy import backoff
+from feeds.net.pacing import backoff
 
 # Digest periods are counted from here: `every: 1d` runs from midnight UTC to midnight UTC.
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

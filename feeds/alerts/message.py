@@ -16,12 +16,12 @@ from datetime import datetime
 from html import escape
 from urllib.parse import quote
 
+from feeds.match.hits import matched_text
 from feeds.model import Hit, Link, Paper
 from feeds.publish.view import (
     Site,
     best_link,
     first_authors,
-    matched_text,
     paper_path,
     safe_href,
     topic_path,

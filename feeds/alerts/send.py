@@ -17,9 +17,8 @@ from feeds.alerts.message import Message, NewPaper, compose
 
 if TYPE_CHECKING:
     from feeds.alerts.deliver import Delivery
-    from feeds.config import Config
     from feeds.publish.view import Site
-    from feeds.settings import AlertDestination
+    from feeds.settings import AlertDestination, Config
     from feeds.state import Store
     from feeds.state.records import AlertRecord
 
@@ -50,7 +49,7 @@ class Outcome:
 
     def said(self) -> str:
         """Return the outcome as `feeds alerts --send-now` says it."""
-        from feeds.say import count
+        from feeds.words import count
 
         if self.ok:
             return f"{self.shown}: " + (f"sent {count(self.papers, 'paper')}" if self.papers
@@ -233,8 +232,8 @@ def send_pending(config: Config, *, now: Callable[[], datetime] = _utcnow,
     """Send every destination what is pending for it now, backoff or not (`feeds alerts
     --send-now`, after a server is fixed); return each destination's outcome (none before
     the first run: nothing is pending)."""
-    from feeds.lock import exclusive
     from feeds.state import Store
+    from feeds.state.lock import exclusive
 
     s = config.settings
     if not s.state.exists():
@@ -254,8 +253,8 @@ def send_test_messages(config: Config, *, now: Callable[[], datetime] = _utcnow,
                        lock_wait: float = 30.0) -> list[tuple[str, Delivery]]:  # fmt: skip
     """Send each destination a test message; one it reached waits no more (its backoff is
     cleared: the next run sends what is pending). Return how each went."""
-    from feeds.lock import exclusive
     from feeds.state import Store
+    from feeds.state.lock import exclusive
 
     results = send_tests(config)
     reached = [dest for dest, _shown, delivery in results if delivery.ok]

@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -33,6 +32,7 @@ from feeds.net import (
     follow,
     http_url_problem,
 )
+from feeds.net.pacing import retry_after_seconds
 
 if TYPE_CHECKING:
     from feeds.net.client import Client, Response
@@ -64,19 +64,6 @@ class CheckResult:
     def responded(self) -> bool:
         """True when a server answered at all (the network is up)."""
         return self.http_status is not None
-
-
-def retry_after_seconds(value: str | None, now: float) -> float | None:
-    """Return the wait a Retry-After header asks for (seconds or an HTTP date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - now)
-    except (TypeError, ValueError):
-        return None
 
 
 def status_for(code: int, hops: int) -> LinkStatus:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -17,7 +15,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from feeds.errors import FeedsError
 from feeds.links.extract import classify, normalize_url
-from feeds.model import Link
+from feeds.model import Link, Paper
 from feeds.net import (
     AddressPolicy,
     BlockedAddress,
@@ -28,10 +26,10 @@ from feeds.net import (
     follow,
     http_url_problem,
 )
+from feeds.net.pacing import Throttle
 from feeds.text import title_key
 
 if TYPE_CHECKING:
-    from feeds.arxiv.harvest import ArxivPaper
     from feeds.net.client import Client, Response
 
 MAX_RESPONSE = 2 * 1024 * 1024  # an API answer larger than this is refused
@@ -63,30 +61,13 @@ class Found:
     title: str
     arxiv_id: str | None = None
     links: tuple[Link, ...] = ()
-    paper: ArxivPaper | None = None  # arXiv's entry as a paper: its abstract, categories
+    paper: Paper | None = None  # arXiv's entry as a paper: its abstract, categories
 
 
 def same_title(a: str, b: str) -> bool:
     """Return True when two titles are the same paper's (case, punctuation and spacing aside)."""
     ka, kb = title_key(a), title_key(b)
     return ka == kb or difflib.SequenceMatcher(None, ka, kb).ratio() >= TITLE_SIMILARITY
-
-
-def parse_arxiv(content: bytes) -> list[Found]:
-    """Return the entries of an arXiv API answer, each with all a harvest would take of it
-    (feeds.arxiv reads the Atom: one reader of arXiv's answers)."""
-    from feeds.arxiv.atom import ArxivError, parse
-    from feeds.arxiv.harvest import to_paper
-
-    try:
-        page = parse(content)
-    except ArxivError as e:
-        raise LookupFailed(f"arXiv's answer was not understood: {e.message}") from e
-    found = []
-    for entry in page.entries:
-        paper = to_paper(entry)
-        found.append(Found("arxiv", entry.title, entry.arxiv_id, paper.links, paper))
-    return found
 
 
 def parse_huggingface(content: bytes) -> list[Found]:
@@ -124,30 +105,6 @@ def _http_url(value: object) -> str | None:
     return None if http_url_problem(url) else url
 
 
-class Throttle:
-    """At most one request per `interval` seconds (arXiv asks for one every 3 seconds)."""
-
-    def __init__(
-        self,
-        interval: float,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.interval = interval
-        self.clock = clock
-        self.sleep = sleep
-        self._next = 0.0
-        self._lock = threading.Lock()
-
-    def wait(self) -> None:
-        with self._lock:
-            now = self.clock()
-            if now < self._next:
-                self.sleep(self._next - now)
-                now = self._next
-            self._next = now + self.interval
-
-
 class Enricher:
     """Looks papers up on arXiv and Hugging Face through a guarded client."""
 
@@ -160,10 +117,14 @@ class Enricher:
         huggingface_api: str | None = "https://huggingface.co/api",
         arxiv_throttle: Throttle | None = None,
         total_timeout: float = 30.0,
+        read_arxiv: Callable[[bytes], list[Found]] | None = None,
     ) -> None:
         self.client = client
         self.policy = policy
-        self.arxiv_api = arxiv_api
+        # arXiv's answers are read by feeds.sources.arxiv, which harvests from the same API
+        # (one reader of its Atom); handed in, so that links/ needs nothing of sources/.
+        self.arxiv_api = arxiv_api if read_arxiv is not None else None
+        self.read_arxiv = read_arxiv
         self.huggingface_api = huggingface_api.rstrip("/") if huggingface_api else None
         self.throttle = arxiv_throttle or Throttle(3.0)
         self.total_timeout = total_timeout
@@ -202,13 +163,13 @@ class Enricher:
 
     def arxiv(self, title: str) -> Found | None:
         """Return the arXiv entry whose title is (near-)exactly this one, or None."""
-        if not self.arxiv_api:
+        if not self.arxiv_api or self.read_arxiv is None:
             return None
         words = re.sub(r"[^\w\s-]", " ", title)
         query = urlencode({"search_query": f'ti:"{" ".join(words.split())}"', "max_results": 5})
         self.throttle.wait()
         body = self._get(f"{self.arxiv_api}?{query}")
-        for entry in parse_arxiv(body) if body else []:
+        for entry in self.read_arxiv(body) if body else []:
             if same_title(entry.title, title):
                 return entry
         return None

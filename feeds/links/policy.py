@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from feeds.model import LinkStatus
+from feeds.net.pacing import MAX_RETRY, backoff
 
 if TYPE_CHECKING:
     from feeds.links.check import CheckResult
@@ -16,30 +17,10 @@ if TYPE_CHECKING:
 RECHECK_OK = timedelta(days=7)
 RECHECK_DEAD = timedelta(days=30)
 RECHECK_BLOCKED = timedelta(days=30)
-FIRST_RETRY = timedelta(hours=1)
-MAX_RETRY = timedelta(days=2)
 DEAD_NAME_AFTER = timedelta(days=7)  # a name that has not resolved this long is dead
 # A network that is down is tried again at least this often: a try costs a few failed
 # name lookups, and every link and lookup waits for it (see network_after).
 NETWORK_MAX_RETRY = timedelta(hours=4)
-
-
-def backoff(
-    failures: int,
-    retry_after: float | None = None,
-    longest: timedelta = MAX_RETRY,
-    first: timedelta = FIRST_RETRY,
-) -> timedelta:
-    """Return how long to wait after a failure that follows `failures` others in a row:
-    `first` (1 h), twice that, four times ... at most `longest` (2 days), or as long as the
-    server asked.
-
-    The one backoff of paperfeeds: link checks, lookups, the network as a whole, remote
-    sources, arXiv harvests and alert destinations."""
-    wait = min(first * (1 << min(failures, 16)), longest)  # 2**16 firsts > any `longest`
-    if retry_after:
-        wait = max(wait, timedelta(seconds=retry_after))
-    return wait
 
 
 def schedule(

@@ -9,9 +9,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from feeds.config import LinkSettings
 from feeds.links.check import Checker, CheckResult, check_many
-from feeds.links.enrich import Enricher, LookupFailed, Throttle
+from feeds.links.enrich import Enricher, Found, LookupFailed
 from feeds.links.policy import (
     LOOKUPS_KEY,
     NETWORK_KEY,
@@ -21,6 +20,8 @@ from feeds.links.policy import (
     schedule,
 )
 from feeds.net import AddressPolicy, NameNotResolved, TimedOut, guarded_client
+from feeds.net.pacing import Throttle
+from feeds.settings import LinkSettings
 from feeds.state import Store
 from feeds.state.records import UrlCheck
 
@@ -57,8 +58,12 @@ def resolve_links(
     now: datetime,
     progress: Callable[[str], None] = lambda _m: None,
     arxiv_throttle: Throttle | None = None,
+    read_arxiv: Callable[[bytes], list[Found]] | None = None,
 ) -> LinkReport:
     """Look up papers without a code link, then check every due URL; store what was learnt.
+
+    `read_arxiv` reads arXiv's answer to a title lookup (feeds.sources.arxiv.lookup); without
+    it arXiv is not asked.
 
     Without network nothing is tried again before its time (policy.backoff), and that the
     network is down is said once, by the run that finds it so: cron mails only news.
@@ -75,7 +80,8 @@ def resolve_links(
         looked = _Looked()
         if lookups.due(now):
             throttle = arxiv_throttle or Throttle(settings.arxiv_delay)
-            looked = _look_up(store, settings, policy, client, now, progress, throttle)
+            looked = _look_up(store, settings, policy, client, now, progress, throttle,
+                              read_arxiv)  # fmt: skip
         token = os.environ.get("GITHUB_TOKEN") or None
         checker = Checker(
             client, policy, total_timeout=settings.timeout,
@@ -167,6 +173,7 @@ def _look_up(
     now: datetime,
     progress: Callable[[str], None],
     throttle: Throttle,
+    read_arxiv: Callable[[bytes], list[Found]] | None,
 ) -> _Looked:
     """Ask arXiv and Hugging Face about papers that have no code link yet; stop at the
     first failure (the caller decides whose it is: the network's or the API's)."""
@@ -174,7 +181,7 @@ def _look_up(
         client, policy,
         arxiv_api=settings.arxiv_api if settings.arxiv else None,
         huggingface_api=settings.huggingface_api if settings.huggingface else None,
-        arxiv_throttle=throttle, total_timeout=settings.timeout,
+        arxiv_throttle=throttle, total_timeout=settings.timeout, read_arxiv=read_arxiv,
     )  # fmt: skip
     source = _source(settings)
     if not (settings.arxiv or settings.huggingface) or settings.lookups_per_run == 0:
@@ -196,9 +203,7 @@ def _look_up(
             if arxiv is not None and arxiv.paper is not None:
                 # The abstract, categories and arXiv id join what the digest gave (merged
                 # as a later digest would be: nothing of the digest's is replaced).
-                found_on_arxiv = replace(
-                    arxiv.paper.as_paper(), paper_id=paper.paper_id, title=paper.title
-                )
+                found_on_arxiv = replace(arxiv.paper, paper_id=paper.paper_id, title=paper.title)
                 store.put_papers([(0, found_on_arxiv)], "arxiv:lookup", now)
             added = store.add_links(paper.paper_id, links)
             has_code = any(link.kind == "code" for link in links)

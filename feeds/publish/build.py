@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from feeds import __version__
-from feeds.config import Config
 from feeds.publish.paths import ALL, SEARCH_PAGE, topic_files
 from feeds.publish.write import Writer, WriteStats, cannot_write, sweep
+from feeds.settings import Config
 from feeds.state import Store
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def _publish(
 
     # Only when something is written: jinja2 and feedgen above all, but every module
     # counts when a run with nothing to do should take a blink.
-    from feeds.helper import shared
+    from feeds.parallel import shared
     from feeds.publish import pages as html
     from feeds.publish import render
     from feeds.publish.parts import (
@@ -186,7 +186,7 @@ def _publish(
             begun["pages"] += part.count
 
     # Feeds and reading lists are written on a second thread while the next ones render
-    # (see Writer); a big publish shares its parts with a second process (see feeds.helper).
+    # (see Writer); a big publish shares its parts with a second process (see feeds.parallel).
     removed, helped = 0, [0, 0]  # files removed; written and unchanged by the helper
     with Writer() as out:
 

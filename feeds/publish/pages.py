@@ -14,6 +14,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup, escape
 
+from feeds.match.hits import matched_text
 from feeds.model import Hit, Item, Link, Paper
 from feeds.publish.content import blurb, content_html, esc
 from feeds.publish.paths import ALL
@@ -26,7 +27,6 @@ from feeds.publish.view import (
     first_authors,
     links_by_kind,
     look_elsewhere,
-    matched_text,
     paper_path,
     safe_href,
     short_words,

@@ -2,7 +2,7 @@
 
 Each part reads what it needs from the state and writes its own files, so that the parts
 of a big publish can be shared between this process and a helper on the other core
-(feeds.helper): either renders a part the same way.
+(feeds.parallel): either renders a part the same way.
 """
 
 from __future__ import annotations
@@ -68,13 +68,13 @@ _TOPIC_WORK = 100  # a topic's files take about as long as a hundred paper pages
 
 
 def work(parts: Sequence[Part]) -> int:
-    """How much work the parts are, in paper pages (see feeds.helper.HELP_FROM)."""
+    """How much work the parts are, in paper pages (see feeds.parallel.HELP_FROM)."""
     return sum(p.count if isinstance(p, Pages) else _TOPIC_WORK for p in parts)
 
 
 @dataclass(frozen=True)
 class Publishing:
-    """The helper's job in a big publish (see feeds.helper): it renders parts with a
+    """The helper's job in a big publish (see feeds.parallel): it renders parts with a
     writer of its own, and answers how many files it removed, wrote and left unchanged."""
 
     plan: Plan

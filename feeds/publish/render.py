@@ -19,6 +19,7 @@ from xml.etree import ElementTree as ET
 from markupsafe import escape
 
 from feeds import __version__
+from feeds.match.hits import matched_text
 from feeds.model import Item, Link, Paper
 from feeds.publish.content import AI_LABEL, content_html
 from feeds.publish.view import (
@@ -27,7 +28,6 @@ from feeds.publish.view import (
     Site,
     best_link,
     feed_path,
-    matched_text,
     paper_path,
     topic_path,
     web_url,

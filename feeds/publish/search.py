@@ -19,7 +19,7 @@ is trusted only with its `.complete.json`, written last, once every file Pagefin
 was read back whole (a full disk may cut them short while Pagefind says all went well),
 and only while its files are still the ones listed there: any other is indexed again.
 
-Pagefind runs in a child process that ends with the run (see feeds.helper), its records
+Pagefind runs in a child process that ends with the run (see feeds.parallel), its records
 staged in a temp folder named with the run's process id: a run that finds the folder of a
 run no longer alive (killed with SIGKILL) removes it, and the `.build-*` folders of one.
 """
@@ -161,7 +161,7 @@ def pagefind_binary() -> Path | None:
 
 
 def _run(cmd: list[str], what: str) -> str:
-    from feeds.helper import ends_with_this_process
+    from feeds.parallel import ends_with_this_process
 
     try:
         done = subprocess.run(

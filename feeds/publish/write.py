@@ -150,7 +150,7 @@ def _replace(path: Path, data: bytes) -> None:
 
     Plain system calls, no tempfile: a full build writes a million files, and the file
     system's own cost is the floor this is measured against. One publisher runs at a time
-    (feeds.lock) and writes each file once (Writer), so the temp name only needs the
+    (feeds.state.lock) and writes each file once (Writer), so the temp name only needs the
     process id.
     """
     folder = path.parent

@@ -25,4 +25,4 @@ __all__ = ["MEMBER_INDEXES", "SCHEMA_VERSION", "Batch", "Store", "encode_hits", 
 
 
 class Store(PapersMixin, InputsMixin, AlertsMixin, HarvestsMixin):
-    """A connection to the state database; one writer at a time (see feeds.lock)."""
+    """A connection to the state database; one writer at a time (see feeds.state.lock)."""

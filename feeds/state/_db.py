@@ -24,7 +24,7 @@ def chunks(ids: Sequence[str]) -> Iterator[tuple[Sequence[str], str]]:
 
 
 class StoreBase:
-    """A connection to the state database; one writer at a time (see feeds.lock)."""
+    """A connection to the state database; one writer at a time (see feeds.state.lock)."""
 
     path: Path
     db: sqlite3.Connection

@@ -1,6 +1,6 @@
 """What `feeds check` reports: per topic, what it matches among the stored papers. Pure.
 
-One pass over the papers with the automaton matcher (feeds.match.Matcher), whatever the
+One pass over the papers with the automaton matcher (feeds.match.fast.Matcher), whatever the
 number of topics: the straightforward matcher, one regular expression per term per topic
 per paper, took hours over 100,000 papers and 1,000 topics. The terms that no stored paper
 holds are found in the same pass: each is a topic of its own (a probe), the term alone in
@@ -15,12 +15,12 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from feeds.config import Config
 from feeds.errors import ConfigError
-from feeds.match import Matcher
+from feeds.match.fast import Matcher
 from feeds.model import Hit, Paper
-from feeds.say import count, shorten
+from feeds.settings import Config
 from feeds.topics import Criteria, Topic
+from feeds.words import count, did_you_mean, shorten
 
 EXAMPLES = 3
 BROAD = 0.5  # a term topic matching more than this share of all papers is suspicious
@@ -245,10 +245,7 @@ def topic_of(config: Config, topic_id: str) -> Topic:
     for topic in config.topics:
         if topic.id == topic_id:
             return topic
-    from feeds.configfile import _close  # the suggestions config errors make
-
-    hint = _close(topic_id, tuple(t.id for t in config.topics))
-    also = f" — did you mean {hint[0]!r}?" if hint else ""
+    also = did_you_mean(topic_id, (t.id for t in config.topics))
     where = config.subscriptions_path
     raise ConfigError(f"--explain: no topic {topic_id!r} in {where}{also}")
 
@@ -256,7 +253,7 @@ def topic_of(config: Config, topic_id: str) -> Topic:
 def explain_lines(e: Explanation) -> list[str]:
     """Return an explanation as `feeds check --explain` prints it: each paper's title, then
     why, as feed items say it ("matched: 推测解码 in summary")."""
-    from feeds.publish.view import matched_text
+    from feeds.match.hits import matched_text
 
     if not e.papers:
         return ["no stored papers yet: run `feeds run` to see what the topic matches"]
@@ -273,7 +270,7 @@ def explain_lines(e: Explanation) -> list[str]:
 def explained_json(e: Explanation) -> dict[str, Any]:
     """Return an explanation as `--json` prints it: each paper's id, title, the line feed
     items say (`why`) and every hit."""
-    from feeds.publish.view import matched_text
+    from feeds.match.hits import matched_text
 
     def rows(papers: tuple[Explained, ...]) -> list[dict[str, Any]]:
         return [

@@ -1,4 +1,5 @@
-"""Remote digests: fetch `sources:` URLs with conditional GET, guarded, with backoff.
+"""Remote digests: fetch `sources:` URLs with conditional GET, guarded, with backoff, and
+remember their validators and health (fetch_sources: the remote-sources step of a cycle).
 
 The network edge of ingestion; what comes back is handled like a file from the inbox.
 """
@@ -13,7 +14,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from feeds.errors import FeedsError
-from feeds.links.policy import backoff
 from feeds.model import SourceState
 from feeds.net import (
     AddressPolicy,
@@ -23,8 +23,12 @@ from feeds.net import (
     TimedOut,
     deadline,
     follow,
+    guarded_client,
 )
 from feeds.net.errors import ConnectionFailed
+from feeds.net.pacing import backoff
+from feeds.settings import Settings
+from feeds.sources.inbox import Input
 
 if TYPE_CHECKING:
     from feeds.net.client import Client, Response
@@ -233,3 +237,38 @@ def _duration_text(d: timedelta) -> str:
             n = seconds // size
             return f"{n} {unit}{'s' if n != 1 else ''}"
     return f"{seconds} seconds"
+
+
+def fetch_sources(
+    store: Store, settings: Settings, now: datetime, last_run: datetime | None = None
+) -> tuple[list[Input], list[str], list[Down]]:
+    """Return the new contents of the remote sources, those that became stale since the
+    last run (`last_run`) and why, and those whose failures began now."""
+    policy = AddressPolicy.from_settings(settings.links.allow_hosts)
+    stale_after = timedelta(seconds=settings.stale_after)
+    inputs: list[Input] = []
+    stale: list[str] = []
+    down: list[Down] = []
+    with guarded_client(policy, timeout=settings.links.timeout) as c:
+        for url in settings.sources:
+            before = state = store.source(url)
+            tried = state.next_try is None or state.next_try <= now
+            if tried:
+                try:
+                    fetched = fetch(c, policy, state, timeout=settings.links.timeout)
+                except SourceFailed as e:
+                    state = after_failure(state, now, str(e))
+                else:
+                    state = after_success(state, fetched, now)
+                    if fetched.content is not None:
+                        inputs.append(Input(url, fetched.content, state))
+            with store.transaction():
+                since = put_failing_since(store, url, before, state, now)
+                if tried and (not inputs or inputs[-1].source is not state):
+                    store.put_source(state)  # (one that brought content: with its digest)
+            if state.failures and not before.failures:
+                down.append(Down(url, state.error or "failed", state.next_try))
+            reason = newly_stale(state, now, stale_after, since, last_run)
+            if reason:
+                stale.append(f"{url}: {reason}")
+    return inputs, stale, down

@@ -3,10 +3,10 @@
 Python runs one thread at a time in a process (the interpreter lock); a second process
 runs beside it. A job that splits into parts either process can do — publishing (topics,
 batches of paper pages: feeds.publish.parts.Publishing) or matching a long history
-(ranges of papers: feeds.matching.Matching) — is shared: this process does parts from the
+(ranges of papers: feeds.match.step.Matching) — is shared: this process does parts from the
 first on, the helper from the last back, until they meet (see share).
 
-The helper is `python -m feeds.helper`: it opens the state to read only (in WAL mode it
+The helper is `python -m feeds.parallel`: it opens the state to read only (in WAL mode it
 reads while this process holds the run's lock and writes), is sent the job, then parts,
 and answers each with what the job's `run` returned. A fresh interpreter rather than
 multiprocessing's spawn, which would run the caller's main script again in the helper (a
@@ -45,7 +45,7 @@ R_co = TypeVar("R_co", covariant=True)
 HELP_FROM = 20_000
 # How the helper is started; the connection's file descriptor is appended. `-P`: not the
 # current folder on its import path (a `yaml.py` there must not shadow PyYAML).
-COMMAND = [sys.executable, "-P", "-m", "feeds.helper"]
+COMMAND = [sys.executable, "-P", "-m", "feeds.parallel"]
 
 
 class Job(Protocol[P_contra, R_co]):

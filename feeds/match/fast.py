@@ -1,6 +1,6 @@
 """Decide which papers belong to which topics, and say why: all topics at once, with one
 Aho-Corasick automaton over every literal term. Pure: no I/O, no clock. The reference
-matcher it must agree with is feeds.reference; terms are compiled by feeds.terms.
+matcher it must agree with is feeds.match.reference; terms are compiled by feeds.match.terms.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any, NamedTuple
 
-from feeds.fields import RAW_FIELDS
+from feeds.match.fields import RAW_FIELDS
+from feeds.match.reference import TopicMatcher
+from feeds.match.terms import TWINS, WORD_CHARS, Searcher, Term, normalize, required_literal
 from feeds.model import Hit, Paper
-from feeds.reference import TopicMatcher
-from feeds.terms import TWINS, WORD_CHARS, Searcher, Term, normalize, required_literal
 from feeds.text import fold, person_key, strip_accents
 from feeds.topics import FIELDS, Criteria
 
@@ -92,7 +92,7 @@ class Matcher:
         import ahocorasick  # C extension; imported only when matching
 
         # The straightforward matchers are only building material: not kept, so that a
-        # built matcher pickles small (see feeds.cache.cached_matcher).
+        # built matcher pickles small (see feeds.match.cache.cached_matcher).
         matchers = [TopicMatcher(c) for _tid, c in topics]
         self._ids = [tid for tid, _c in topics]
         self._variants: dict[tuple[str, bool, bool], int] = {}

@@ -14,8 +14,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit
 
-from feeds.arxiv.atom import ApiError, ArxivError, BadAnswer, Entry, Page, parse
-from feeds.arxiv.harvest import (
+from feeds.net import AddressPolicy, NetError, TimedOut, deadline
+from feeds.net.pacing import Throttle, retry_after_seconds
+from feeds.sources.arxiv.atom import ApiError, ArxivError, BadAnswer, Entry, Page, parse
+from feeds.sources.arxiv.harvest import (
     BACKFILL,
     LOOKBACK,
     PAGE_SIZE,
@@ -26,10 +28,7 @@ from feeds.arxiv.harvest import (
     next_request,
     valid_category,
 )
-from feeds.links.check import retry_after_seconds
-from feeds.links.enrich import Throttle
-from feeds.net import AddressPolicy, NetError, TimedOut, deadline
-from feeds.sources import unreachable_words
+from feeds.sources.remote import unreachable_words
 
 if TYPE_CHECKING:
     from feeds.net.client import Client

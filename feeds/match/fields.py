@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from feeds.match.terms import normalize
 from feeds.model import Paper
-from feeds.terms import normalize
 
 
 def _institutions(p: Paper) -> str:
@@ -42,7 +42,7 @@ def _categories(p: Paper) -> str:
 
 
 # Each matchable field of a paper, before normalizing. Named functions, not lambdas: a
-# built Matcher holds some of them and is pickled (see feeds.cache.cached_matcher).
+# built Matcher holds some of them and is pickled (see feeds.match.cache.cached_matcher).
 RAW_FIELDS: dict[str, Callable[[Paper], str]] = {
     "title": _title,
     "summary": _summary,

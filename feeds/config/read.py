@@ -14,14 +14,15 @@ from typing import Any, TypeVar
 
 import yaml
 
+from feeds.config.yamlfile import compose, line_of, scalar, text_lists
 from feeds.errors import ConfigError
+from feeds.match.terms import check_term, regex_source
 from feeds.model import Diagnostic
 from feeds.settings import AlertDestination, LinkSettings, Settings, places_problem
-from feeds.terms import check_term
 from feeds.text import clean_xml
-from feeds.topics import DEFAULT_FIELDS, FIELDS, Criteria, Topic, comma_warning
+from feeds.topics import DEFAULT_FIELDS, FIELDS, Criteria, Topic
 from feeds.urls import http_url_problem
-from feeds.yamlload import compose, line_of, scalar, text_lists
+from feeds.words import did_you_mean
 
 TOPIC_ID_MAX = 63  # a file name part, and a URL path segment
 TOPIC_ID = re.compile(rf"^[a-z0-9][a-z0-9-]{{0,{TOPIC_ID_MAX - 1}}}$")
@@ -35,12 +36,6 @@ MAX_CONCURRENCY = 1_000  # links.concurrency and per_host: a thread each
 MAX_LOOKUPS = 1_000_000  # links.lookups_per_run
 MAX_DAYS = 365  # every duration
 T = TypeVar("T")
-
-
-def _close(word: str, choices: tuple[str, ...], n: int = 1) -> list[str]:
-    import difflib  # only when there is a mistake to suggest a fix for
-
-    return difflib.get_close_matches(word, choices, n=n)
 
 
 def parse_duration(text: str) -> float:
@@ -74,8 +69,7 @@ class _Reader:
         for key, value in node.value:
             name = str(key.value)
             if name not in allowed:
-                hint = _close(name, allowed, n=1)
-                suggestion = f" — did you mean {hint[0]!r}?" if hint else ""
+                suggestion = did_you_mean(name, allowed)
                 known = ", ".join(allowed)
                 raise self.fail(key, f"unknown key {name!r} in {what}{suggestion} (known: {known})")
             out[name] = value
@@ -212,8 +206,7 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
         fields = r.texts(m["fields"], "fields")
         for item, name in zip(r.items(m["fields"], "fields"), fields, strict=True):
             if name not in FIELDS:
-                hint = _close(name, FIELDS, n=1)
-                suggestion = f" — did you mean {hint[0]!r}?" if hint else ""
+                suggestion = did_you_mean(name, FIELDS)
                 known = ", ".join(FIELDS)
                 raise r.fail(item, f"unknown field {name!r}{suggestion} (known: {known})")
     all_groups: tuple[tuple[str, ...], ...] = ()
@@ -404,7 +397,7 @@ def _alert(r: _Reader, node: yaml.Node) -> AlertDestination:
 
 def _category(r: _Reader, node: yaml.Node) -> str:
     """Return an arXiv category (`cs.CL`, `hep-th`, `cond-mat.stat-mech`)."""
-    from feeds.arxiv.harvest import valid_category
+    from feeds.sources.arxiv.harvest import valid_category
 
     name = r.text(node, "arxiv")
     if not valid_category(name):
@@ -418,8 +411,7 @@ def check_alert_topics(settings: Settings, topics: Iterable[str]) -> None:
     for alert in settings.alerts:
         for topic in alert.topics or ():
             if topic not in known:
-                hint = _close(topic, tuple(known), n=1)
-                also = f" — did you mean {hint[0]!r}?" if hint else ""
+                also = did_you_mean(topic, sorted(known))
                 message = f"alerts: no topic {topic!r} in the subscriptions{also}"
                 raise ConfigError(message, file=alert.file, line=alert.line)
 
@@ -442,3 +434,24 @@ def _duration(r: _Reader, node: yaml.Node, what: str, least: float = 0) -> float
     if seconds > MAX_DAYS * _UNITS["d"]:  # also 400 nines, which a float holds as infinity
         raise r.fail(node, f"{what} must be at most {MAX_DAYS}d")
     return seconds
+
+
+_COMMAS = re.compile(r"[,，]")  # NFKC makes the full-width comma a comma
+
+
+def comma_warning(items: tuple[str, ...], index: int) -> str | None:
+    """Return a warning for the term `items[index]` if it holds a comma, suggesting the list
+    `items` with it split; None for other terms and for regular expressions.
+
+    YAML reads `any: 幻觉, hallucinat*` as the one term "幻觉, hallucinat*" (a comma
+    separates only inside [...]), which matches only that text, comma included; so does a
+    quoted item, `[a, "b, c"]`."""
+    term = items[index]
+    if not _COMMAS.search(term) or regex_source(term) is not None:
+        return None
+    parts = [p.strip() for p in _COMMAS.split(term) if p.strip()]
+    listed = [*items[:index], *parts, *items[index + 1 :]]
+    return (
+        f"{term!r} is one term, comma included (a comma separates terms only in a list);"
+        f" for {len(parts)} terms write [{', '.join(listed)}]"
+    )

@@ -1,27 +1,19 @@
 """The configuration, and loading it (from the cache when the files are unchanged:
 validating a thousand topics costs more than the rest of a run that has nothing to do).
-Reading and validating the YAML files is feeds.configfile's work; the types are
+Reading and validating the YAML files is feeds.config.read's work; the types are
 feeds.settings's and feeds.topics's."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from feeds.cache import cached
-from feeds.settings import LinkSettings, Settings
+from feeds.settings import Config, LinkSettings, Settings
 from feeds.topics import DEFAULT_FIELDS, FIELDS, Criteria, Topic
 
 __all__ = ["DEFAULT_FIELDS", "FIELDS", "Config", "Criteria", "LinkSettings", "Settings", "Topic",
            "load", "load_settings", "load_subscriptions", "warnings"]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Config:
-    settings: Settings
-    topics: tuple[Topic, ...]
-    subscriptions_path: Path
 
 
 def load_settings(path: Path | None, config_files: tuple[Path, ...] = ()) -> Settings:
@@ -29,14 +21,14 @@ def load_settings(path: Path | None, config_files: tuple[Path, ...] = ()) -> Set
 
     `config_files`: the other config files, whose folders public/ must stay out of.
     """
-    from feeds.configfile import read_settings
+    from feeds.config.read import read_settings
 
     return read_settings(path, config_files)
 
 
 def load_subscriptions(path: Path) -> tuple[Topic, ...]:
     """Return the topics of a subscriptions file, or raise ConfigError."""
-    from feeds.configfile import read_subscriptions
+    from feeds.config.read import read_subscriptions
 
     return read_subscriptions(path)
 
@@ -49,7 +41,7 @@ def load(subscriptions: Path, settings: Path | None) -> Config:
     """
 
     def build() -> Config:
-        from feeds.configfile import check_alert_topics
+        from feeds.config.read import check_alert_topics
 
         config = Config(
             settings=load_settings(settings, (subscriptions,)),

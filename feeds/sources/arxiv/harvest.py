@@ -31,10 +31,10 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 from urllib.parse import quote
 
-from feeds.arxiv.atom import Entry, Page
 from feeds.links.extract import classify, extract_links, normalize_url
-from feeds.links.policy import MAX_RETRY, backoff
 from feeds.model import Institution, Link, Paper, SourceState
+from feeds.net.pacing import MAX_RETRY, backoff
+from feeds.sources.arxiv.atom import Entry, Page
 from feeds.text import fold, paper_id
 
 BACKFILL = timedelta(days=7)  # a first harvest reads at most this far back

@@ -1,5 +1,5 @@
 """A matching job: papers of a range of arrival order matched against some topics, in this
-process or in the helper (see feeds.helper), which receives the job without its matcher
+process or in the helper (see feeds.parallel), which receives the job without its matcher
 and loads its own from the cache."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from feeds.say import count
 from feeds.state import Store, encode_hits
+from feeds.words import count
 
 if TYPE_CHECKING:
-    from feeds.match import Matcher
+    from feeds.match.fast import Matcher
     from feeds.model import Hit
     from feeds.state.records import SeqRange
     from feeds.topics import Criteria
@@ -30,7 +30,7 @@ Matched = list[PaperMatches]
 def matched(store: Store, job: Matching, progress: Progress) -> Iterator[PaperMatches]:
     """Yield (paper id, seq, [(topic id, hits)]) for each paper of the job that matches a
     topic: a long history is matched by this process and the helper together."""
-    from feeds.helper import shared
+    from feeds.parallel import shared
 
     parts = store.seq_ranges(PAPERS_PER_MATCH, unmatched_only=job.unmatched_only)
     total, begun = sum(part.papers for part in parts), 0
@@ -51,8 +51,8 @@ def matched(store: Store, job: Matching, progress: Progress) -> Iterator[PaperMa
 class Matching:
     """Matching papers against topics, a range of arrival order at a time (a part:
     first seq, the seq after the last, how many papers), in this process or in the helper
-    (see feeds.helper), which is sent it without its matcher and loads its own from the
-    cache (see cache.cached_matcher)."""
+    (see feeds.parallel), which is sent it without its matcher and loads its own from the
+    cache (see feeds.match.cache)."""
 
     def __init__(self, topics: tuple[tuple[str, Criteria], ...], unmatched_only: bool) -> None:
         self.topics = topics
@@ -70,7 +70,7 @@ class Matching:
 
     def run(self, store: Store, part: SeqRange) -> Matched:
         if self._matcher is None:
-            from feeds.cache import cached_matcher
+            from feeds.match.cache import cached_matcher
 
             self._matcher = cached_matcher(self.topics)
         match, encoded = self._matcher.match, self._encoded

@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from feeds.arxiv.client import Harvester
-from feeds.arxiv.harvest import ArxivPaper, Cursor, after_harvest, to_paper
-from feeds.links.enrich import Throttle
 from feeds.model import SourceState
 from feeds.net import AddressPolicy, guarded_client
+from feeds.net.pacing import Throttle
 from feeds.settings import Settings
+from feeds.sources.arxiv.client import Harvester
+from feeds.sources.arxiv.harvest import ArxivPaper, Cursor, after_harvest, to_paper
 from feeds.state import Store
 
 

@@ -1,4 +1,4 @@
-"""What `feeds status` reports, gathered from the state (read-only)."""
+"""What `feeds status` (and `feeds alerts`) report, gathered from the state (read-only)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from feeds.config import Config
 from feeds.errors import StateError
-from feeds.ingest import shown
 from feeds.links.policy import LOOKUPS_KEY, NETWORK_KEY, Outage, say_outage
 from feeds.model import SourceState
-from feeds.say import count
-from feeds.settings import AlertDestination
-from feeds.sources import failing_since, stale_reason
+from feeds.settings import AlertDestination, Config
+from feeds.sources.inbox import shown
+from feeds.sources.remote import failing_since, stale_reason
 from feeds.state import Store
+from feeds.words import count
 
 
 def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:

@@ -1,6 +1,8 @@
-"""How the commands word counts for people."""
+"""How paperfeeds words things for people: counts, cut titles, suggestions, times. Pure."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 
 def count(n: int, noun: str) -> str:
@@ -18,3 +20,11 @@ def shorten(text: str, width: int) -> str:
     if cut == "…":  # one word longer than the width (or text without spaces): cut it
         return text[: width - 1] + "…"
     return cut
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """Return ` — did you mean 'x'?` for the choice closest to a mistyped word, or ``."""
+    import difflib  # only when there is a mistake to suggest a fix for
+
+    hint = difflib.get_close_matches(word, list(choices), n=1)
+    return f" — did you mean {hint[0]!r}?" if hint else ""

@@ -1,14 +1,14 @@
 """The reference matcher: every term of every topic searched for in every paper, the
-straightforward way. Slow and obvious on purpose: the fast matcher (feeds.match) must give
+straightforward way. Slow and obvious on purpose: the fast matcher (feeds.match.fast) must give
 exactly what this gives, and tests hold it to that on random inputs."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from feeds.fields import paper_fields
+from feeds.match.fields import paper_fields
+from feeds.match.terms import Term, compile_term
 from feeds.model import Hit, Paper
-from feeds.terms import Term, compile_term
 from feeds.text import fold, person_key, strip_accents
 from feeds.topics import Criteria
 

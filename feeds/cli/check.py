@@ -1,0 +1,60 @@
+"""`feeds check`: validate the config, show what each topic matches, explain one."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from feeds.cli.common import UNUSED, fail, load_config, options, progress_line
+from feeds.errors import FeedsError
+
+
+@click.command()
+@options("subscriptions", "settings", "state", "quiet", "json", unlisted=UNUSED)
+@click.option(
+    "--explain", metavar="TOPIC",
+    help="List every stored paper the topic matches and why, and those its `none` excludes.",
+)  # fmt: skip
+def check(
+    subscriptions: Path, settings: Path | None, state: Path | None, quiet: bool, as_json: bool,
+    explain: str | None, **_ignored: Any,
+) -> None:  # fmt: skip
+    """Validate the config; show what each topic matches among the stored papers."""
+    from feeds.config import warnings
+    from feeds.match.report import explained, reported, topic_of
+    from feeds.state import Store
+
+    show = sys.stderr.isatty() and not quiet and not as_json
+
+    def progress(n: int) -> None:
+        if show:
+            progress_line(f"checking: {n:,} stored papers read")
+
+    try:
+        config = load_config(subscriptions, settings, state=state)
+        topic = None if explain is None else topic_of(config, explain)
+        store = None
+        if config.settings.state.exists():
+            store = Store(config.settings.state, datetime.now(UTC))
+        try:  # the papers are streamed: a long history does not fill memory
+            stored = store.papers() if store else ()
+            if topic is not None:
+                doc, lines = explained(topic, stored)
+            else:
+                found = warnings(config, os.environ)
+                doc, lines = reported(config, stored, datetime.now(UTC), found, quiet, progress)
+        finally:
+            if store is not None:
+                store.close()
+    except FeedsError as e:
+        fail(e)
+        return
+    if show:
+        click.echo("\r\033[K", nl=False, err=True)
+    click.echo(json.dumps(doc, ensure_ascii=False, indent=2) if as_json else "\n".join(lines))

@@ -1,0 +1,106 @@
+"""What the commands share: their options, reading the config with the command line's
+overrides, and turning a FeedsError into a message and an exit status."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from feeds.config import load
+from feeds.errors import EXIT_FAILURE, EXIT_USAGE, ConfigError, FeedsError
+from feeds.settings import Config, check_places
+
+DEFAULT_SUBSCRIPTIONS = Path("config/subscriptions.yaml")
+
+DEFAULT_SETTINGS = Path("config/settings.yaml")
+
+# The options the commands share, declared once. Each command lists those it uses; those it
+# would ignore are still taken (scripts pass the same options to every command), unlisted.
+_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "subscriptions": (("--subscriptions",), {
+        "type": click.Path(path_type=Path), "default": DEFAULT_SUBSCRIPTIONS,
+        "show_default": True, "help": "Topics file."}),
+    "settings": (("--settings",), {
+        "type": click.Path(path_type=Path), "default": None,
+        "help": f"Settings file [default: {DEFAULT_SETTINGS} if it exists]."}),
+    "inbox": (("--inbox",), {
+        "type": click.Path(path_type=Path), "multiple": True,
+        "help": "Folder of digests (repeatable); replaces the settings' inbox."}),
+    "public": (("--public",), {"type": click.Path(path_type=Path), "help": "Output folder."}),
+    "state": (("--state",), {"type": click.Path(path_type=Path), "help": "State database file."}),
+    "offline": (("--offline",), {"is_flag": True, "help": "No network: links are not checked."}),
+    "quiet": (("--quiet", "-q"), {"is_flag": True, "help": "Print only problems."}),
+    "json": (("--json", "as_json"), {"is_flag": True,
+                                     "help": "Print a machine-readable summary."}),
+}  # fmt: skip
+
+ALL = tuple(_OPTIONS)
+
+UNUSED = ("inbox", "public", "offline")  # by check and status
+
+
+def options(
+    *names: str, unlisted: tuple[str, ...] = ()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Return a decorator adding the shared options `names` (in this order), and `unlisted`
+    ones, accepted and ignored (the command's function takes them as **_ignored)."""
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        for name in reversed((*names, *unlisted)):
+            decls, attrs = _OPTIONS[name]
+            f = click.option(*decls, **attrs, hidden=name in unlisted)(f)
+        return f
+
+    return decorate
+
+
+def load_config(
+    subscriptions: Path,
+    settings: Path | None,
+    inbox: tuple[Path, ...] = (),
+    public: Path | None = None,
+    state: Path | None = None,
+) -> Config:
+    if settings is None and DEFAULT_SETTINGS.exists():
+        settings = DEFAULT_SETTINGS
+    if subscriptions == DEFAULT_SUBSCRIPTIONS and not subscriptions.exists():
+        # A folder without a config: most likely a first try. Say how to get one.
+        message = "file not found: `feeds init` writes an example config (and an inbox)"
+        raise ConfigError(message, file=str(subscriptions))
+    config = load(subscriptions, settings)
+    values: dict[str, Any] = {}
+    if inbox:
+        values["inbox"] = tuple(inbox)
+    if public:
+        values["public_dir"] = public
+    if state:
+        values["state"] = state
+    s = replace(config.settings, **values)
+    check_places(s, (subscriptions, settings))
+    # Alerts' `${NAME}`s are not read here: an unset one stops only its destination, when
+    # a run sends (feeds.alerts.send), and `feeds check` warns of it.
+    return replace(config, settings=s)
+
+
+def inbox_exists(config: Config, options: tuple[Path, ...]) -> None:
+    """Raise a usage error (exit 2) naming the first inbox folder that does not exist."""
+    from feeds.sources.inbox import shown
+
+    for folder in config.settings.inbox:
+        if not folder.is_dir():
+            where = "given with --inbox" if options else "the settings' inbox"
+            raise ConfigError(f"inbox folder {shown(str(folder))} does not exist ({where})")
+
+
+def fail(e: FeedsError) -> None:
+    click.echo(f"error: {e}", err=True)
+    sys.exit(EXIT_USAGE if isinstance(e, ConfigError) else EXIT_FAILURE)
+
+
+def progress_line(message: str) -> None:
+    click.echo(f"\r\033[K{message[:100]}", nl=False, err=True)

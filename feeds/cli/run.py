@@ -1,0 +1,161 @@
+"""`feeds run` and `feeds watch`: one cycle, or cycles on the schedule, and what they say."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from feeds.cli.common import ALL, fail, inbox_exists, load_config, options, progress_line
+from feeds.errors import FeedsError, StateError
+from feeds.settings import Config
+from feeds.words import count
+
+if TYPE_CHECKING:
+    from feeds.pipeline import RunSummary
+
+
+@click.command()
+@options(*ALL)
+@click.option(
+    "--repair", is_flag=True,
+    help="Render every published file and write again those missing or changed by hand.",
+)  # fmt: skip
+def run(
+    subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: Path | None,
+    state: Path | None, offline: bool, quiet: bool, as_json: bool, repair: bool,
+) -> None:  # fmt: skip
+    """Run one cycle: ingest new digests, match, publish into public/."""
+    from feeds.pipeline import run as run_cycle
+
+    try:
+        config = load_config(subscriptions, settings, inbox, public, state)
+        inbox_exists(config, inbox)
+        show = sys.stderr.isatty() and not quiet and not as_json
+        progress = progress_line if show else None
+        summary = run_cycle(config, progress=progress, offline=offline, repair=repair)
+    except FeedsError as e:
+        fail(e)
+        return
+    if show:
+        click.echo("\r\033[K", nl=False, err=True)
+    if as_json:
+        click.echo(json.dumps(summary.as_json(), ensure_ascii=False, indent=2))
+    else:
+        print_summary(summary, config, quiet, offline)
+    sys.exit(summary.exit_code)
+
+
+def print_summary(summary: RunSummary, config: Config, quiet: bool, offline: bool) -> None:
+    for r in summary.rejected:
+        click.echo(f"rejected: {r}", err=True)
+    for p in summary.problems:
+        click.echo(f"skipped record: {p}", err=True)
+    for w in summary.warnings:
+        click.echo(f"warning: {w}", err=True)
+    for source in summary.stale:
+        click.echo(f"stale source: {source}", err=True)
+    for name in summary.deferred:
+        click.echo(f"not yet: {name} is still being written; next cycle", err=True)
+    for shown, why in summary.alerts_failed.items():
+        waiting = summary.alerts_pending.get(shown, 0)
+        click.echo(f"alert failed: {shown}: {why} ({count(waiting, 'paper')} kept for the"
+                   " next try)", err=True)  # fmt: skip
+    for shown, why in summary.alerts_unset.items():
+        waiting = summary.alerts_pending.get(shown, 0)
+        click.echo(f"alert not sent: {shown}: {why}; {count(waiting, 'paper')} pending",
+                   err=True)  # fmt: skip
+    if quiet:  # a wait is no news: the run that failed said so (see RunSummary.exit_code)
+        return
+    for shown, words in summary.alerts_waiting.items():
+        waiting = summary.alerts_pending.get(shown, 0)
+        click.echo(f"alert waiting: {shown}: {words}; {count(waiting, 'paper')} pending",
+                   err=True)  # fmt: skip
+    s = summary
+    click.echo(f"digests: {s.digests} new, {s.known} already ingested, {len(s.rejected)} rejected")
+    click.echo(f"papers: {s.papers_new} new, {s.papers_updated} updated, {s.papers_total} in total")
+    if s.harvested:
+        click.echo("arXiv: " + ", ".join(f"{c} +{n}" for c, n in s.harvested.items()))
+    gained = [f"{tid} +{n}" for tid, n in s.new_matches.items() if n]
+    click.echo("new matches: " + (", ".join(gained) if gained else "none"))
+    line = f"links: {s.links_found} new in digests"
+    if s.lookups:
+        line += f", {s.links_looked_up} found by looking up {count(s.lookups, 'paper')}"
+    if s.links_checked:
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(s.link_statuses.items()))
+        line += f"; {s.links_checked} checked ({counts})"
+    elif not config.settings.links.check or offline:
+        line += " (not checked: offline)"
+    click.echo(line)
+    f = s.files
+    click.echo(
+        f"published: {count(f.written, 'file')} written, {f.unchanged} unchanged,"
+        f" {f.removed} removed in {config.settings.public_dir}/"
+    )
+    if f.search:  # not a problem of the run: said, but not with --quiet
+        click.echo(f"search: {f.search}")
+    if s.alerts_sent:
+        sent = ", ".join(f"{count(n, 'paper')} to {shown}" for shown, n in s.alerts_sent.items())
+        click.echo(f"alerts: {sent}")
+    elif config.settings.alerts and offline:
+        click.echo("alerts: none sent (offline: new papers stay pending)")
+
+
+@click.command()
+@options(*ALL)
+def watch(
+    subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: Path | None,
+    state: Path | None, offline: bool, quiet: bool, as_json: bool,
+) -> None:  # fmt: skip
+    """Run the cycle now and then on the schedule; SIGINT/SIGTERM/SIGHUP finish it, exit 0."""
+    import logging
+
+    from feeds.pipeline import run as run_cycle
+    from feeds.schedule import next_times, say_when
+    from feeds.schedule import watch as run_watch
+
+    logging.basicConfig(
+        level=logging.WARNING if quiet else logging.INFO,
+        format="%(asctime)s %(message)s",
+        datefmt="%Y-%m-%dT%H:%M:%S",
+    )
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    try:
+        config = load_config(subscriptions, settings, inbox, public, state)
+    except FeedsError as e:
+        fail(e)
+        return
+    s = config.settings
+    log = logging.getLogger("feeds.watch")
+    how = f"every {s.schedule_every:g}s" if s.schedule_every else f"cron '{s.schedule_cron}' (UTC)"
+    (then,) = next_times(s, datetime.now(UTC), 1)
+    log.info("watching %s, %s: a cycle now, then %s", ", ".join(map(str, s.inbox)), how,
+             say_when(then))  # fmt: skip
+    missing: set[str] = set()  # inbox folders said to be missing: said once, not each cycle
+
+    def cycle() -> float | None:
+        try:
+            summary = run_cycle(config, offline=offline, settle=s.settle, lock_wait=5)
+        except StateError as e:  # e.g. a `feeds run` holds the lock: next time
+            logging.getLogger("feeds.watch").warning("cycle skipped: %s", e)
+            return None
+        except FeedsError as e:  # public/ cannot be written, say: told, and tried next time
+            logging.getLogger("feeds.watch").error("cycle failed: %s", e)
+            return None
+        for folder in sorted(set(summary.missing) - missing):
+            log.warning("inbox folder %s does not exist; read again when it does", folder)
+        for folder in sorted(missing - set(summary.missing)):
+            log.info("inbox folder %s is back", folder)
+        missing.clear()
+        missing.update(summary.missing)
+        if as_json:
+            click.echo(json.dumps(summary.as_json(), ensure_ascii=False))
+        elif quiet or summary.digests or summary.rejected or summary.files.written:
+            print_summary(summary, config, quiet, offline)  # quiet: only the problems
+        return summary.retry_at
+
+    run_watch(s, cycle)
