@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 def count(n: int, noun: str) -> str:
@@ -28,3 +28,17 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
     hint = difflib.get_close_matches(word, list(choices), n=1)
     return f" — did you mean {hint[0]!r}?" if hint else ""
+
+
+FIRST_AUTHORS = 3  # a list or a message names this many, then "et al."
+
+
+def first_authors(authors: Sequence[str], n: int = FIRST_AUTHORS) -> tuple[list[str], bool]:
+    """Return the authors a list or a message names, and whether there are more."""
+    return list(authors[:n]), len(authors) > n
+
+
+def et_al(authors: Sequence[str], n: int = FIRST_AUTHORS) -> str:
+    """Return `A, B et al.`: the first `n` authors, and whether there are more."""
+    named, more = first_authors(authors, n)
+    return ", ".join(named) + (" et al." if more else "")

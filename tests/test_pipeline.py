@@ -240,20 +240,18 @@ def test_state_from_a_newer_version_is_refused(project: Path) -> None:
     assert "newer paperfeeds" in r.stderr
 
 
-def test_papers_ingested_by_a_run_that_died_are_matched_by_the_next(project: Path) -> None:
+def test_papers_ingested_by_a_run_that_died_are_matched_by_the_next(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from feeds import pipeline
-
-    original = pipeline._match
 
     def die(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt  # the process is stopped between ingest and matching
 
-    pipeline._match = die  # type: ignore[assignment]
-    try:
+    with monkeypatch.context() as m:
+        m.setattr(pipeline, "update_members", die)
         with pytest.raises(KeyboardInterrupt):
             run(_config(project), now=lambda: T0)
-    finally:
-        pipeline._match = original
     summary = run(_config(project), now=lambda: T0 + timedelta(hours=1))
     assert (summary.digests, summary.known) == (0, 2)  # already ingested...
     assert summary.new_matches["icml-2026"] == 60  # ...and matched now

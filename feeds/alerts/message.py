@@ -21,11 +21,11 @@ from feeds.model import Hit, Link, Paper
 from feeds.publish.view import (
     Site,
     best_link,
-    first_authors,
     paper_path,
     safe_href,
     topic_path,
 )
+from feeds.words import first_authors
 
 SUBJECT_TOPICS = 60  # characters of topic titles in a subject before "and N more topics"
 SUMMARY_CHARS = 300  # of the summary line an email shows under a paper

@@ -1,10 +1,11 @@
-"""A matching job: papers of a range of arrival order matched against some topics, in this
-process or in the helper (see feeds.parallel), which receives the job without its matcher
-and loads its own from the cache."""
+"""The matching step of a cycle (update_members), and its jobs: papers of a range of arrival
+order matched against some topics, in this process or in the helper (see feeds.parallel),
+which receives the job without its matcher and loads its own from the cache."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from feeds.state import Store, encode_hits
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from feeds.match.fast import Matcher
     from feeds.model import Hit
     from feeds.state.records import SeqRange
-    from feeds.topics import Criteria
+    from feeds.topics import Criteria, Topic
 
 Progress = Callable[[str], None]
 
@@ -92,3 +93,44 @@ class Matching:
                     row.append((topic_id, known[1]))
                 out.append((paper.paper_id, seq, row))
         return out
+
+
+def update_members(
+    topics: Sequence[Topic], store: Store, now: datetime, progress: Progress = lambda _m: None
+) -> dict[str, int]:
+    """The matching step of a cycle: update topic memberships as membership.plan and
+    membership.Changes decide; return how many papers entered each topic."""
+    prints = {t.id: t.fingerprint for t in topics}
+    known = store.topic_fingerprints()
+    waiting = store.has_unmatched()
+    new_matches = dict.fromkeys(prints, 0)
+    if known == prints and not waiting:  # the common no-op: nothing to decide or load
+        return new_matches
+    from feeds.match.membership import Changes, plan
+
+    criteria = {t.id: t.criteria for t in topics}
+    todo = plan(prints, known, papers_waiting=waiting)
+    with store.transaction(), store.bulk_members():
+        for topic_id in todo.drop:
+            store.drop_topic(topic_id)
+        for topic_ids, unmatched_only in todo.groups:
+            job = Matching(tuple((t, criteria[t]) for t in topic_ids), unmatched_only)
+            changes = Changes(store.members_of(set(topic_ids), unmatched_only))
+            batch: list[tuple[str, str, int, str]] = []
+            for paper_id, seq, matches in matched(store, job, progress):
+                enter, stay = changes.of(paper_id, seq, matches)
+                batch += enter
+                for topic_id, _pid, _seq, _hits in enter:
+                    new_matches[topic_id] += 1
+                for topic_id, hits in stay:
+                    store.set_hits(topic_id, paper_id, hits)
+                if len(batch) >= 10_000:
+                    store.add_members(batch, now)
+                    batch.clear()
+            store.add_members(batch, now)
+            for topic_id, paper_id in changes.gone():
+                store.remove_member(topic_id, paper_id)
+        for topic_id in todo.record:
+            store.set_topic(topic_id, prints[topic_id])
+        store.mark_matched()
+    return new_matches

@@ -24,7 +24,6 @@ from feeds.publish.view import (
     PaperView,
     Site,
     feed_path,
-    first_authors,
     links_by_kind,
     look_elsewhere,
     paper_path,
@@ -33,6 +32,7 @@ from feeds.publish.view import (
     topic_path,
 )
 from feeds.state.records import ListRow
+from feeds.words import first_authors
 
 ASSETS_DIR = Path(__file__).parent / "assets"
 

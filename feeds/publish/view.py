@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -16,7 +15,7 @@ from feeds.urls import http_url_problem
 # Where files are, re-exported: the renderers and the alerts take them from here too.
 __all__ = [
     "FORMATS", "KIND_ORDER", "FeedView", "Kept", "PaperView", "Site", "archive_path",
-    "best_link", "feed_path", "first_authors", "link_words", "links_by_kind", "look_elsewhere",
+    "best_link", "feed_path", "link_words", "links_by_kind", "look_elsewhere",
     "pages", "paper_path", "safe_href", "short_words", "topic_path", "web_url",
 ]  # fmt: skip
 
@@ -173,14 +172,6 @@ def _status_words(status: str, note: str | None, code: int | None) -> str:
     if code is not None:
         return f"could not be checked: {who} answered {code}{_RETRY}"
     return f"could not be checked: {{host}} gave no usable answer{_RETRY}"
-
-
-FIRST_AUTHORS = 3  # a list or a message names this many, then "et al."
-
-
-def first_authors(authors: Sequence[str]) -> tuple[list[str], bool]:
-    """Return the authors a list or a message names, and whether there are more."""
-    return list(authors[:FIRST_AUTHORS]), len(authors) > FIRST_AUTHORS
 
 
 def web_url(url: str | None) -> str | None:

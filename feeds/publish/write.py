@@ -27,6 +27,11 @@ class WriteStats:
     removed: int
     search: str = ""  # why the search index is not available or was not updated, if so
 
+    def then(self, again: WriteStats) -> WriteStats:
+        """Return the stats of this publish followed by `again` (the one after links)."""
+        return WriteStats(self.written + again.written, again.unchanged,
+                          self.removed + again.removed, again.search or self.search)  # fmt: skip
+
 
 def cannot_write(path: Path | str, e: OSError) -> PublishError:
     """The error to show for an OSError met while writing path (its cause chained)."""
