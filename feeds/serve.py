@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-TYPES = (
-    (".rss.xml", "application/rss+xml; charset=utf-8"),
-    (".atom.xml", "application/atom+xml; charset=utf-8"),
+from feeds.publish.formats import FEED_FORMATS
+
+TYPES = (  # besides the feeds' own (see guess_type)
     (".opml", "text/x-opml; charset=utf-8"),
     (".html", "text/html; charset=utf-8"),
     (".css", "text/css; charset=utf-8"),
@@ -71,9 +71,12 @@ class Handler(SimpleHTTPRequestHandler):
 
     def guess_type(self, path: str | os.PathLike[str]) -> str:
         name = str(path)
+        if os.path.basename(os.path.dirname(name)) == "feeds":  # search's index.json is none
+            for f in FEED_FORMATS:
+                if name.endswith("." + f.suffix):
+                    return f"{f.media_type}; charset=utf-8"
         if name.endswith(".json"):
-            feed = os.path.basename(os.path.dirname(name)) == "feeds"
-            return "application/feed+json; charset=utf-8" if feed else "application/json"
+            return "application/json"
         for suffix, ctype in TYPES:
             if name.endswith(suffix):
                 return ctype

@@ -13,13 +13,17 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from feeds.config import Config, load
 from tests.linkserver import LinkServer
 from tests.mailserver import MailServer
+
+if TYPE_CHECKING:
+    from feeds.net import AddressPolicy
+    from feeds.net.client import Client
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
@@ -251,8 +255,47 @@ def mail() -> Iterator[MailServer]:
 
 
 @pytest.fixture
-def web() -> Iterator[LinkServer]:
+def loopback() -> Iterator[Callable[..., LinkServer]]:
+    """Return a starter of real HTTP servers on loopback addresses (`loopback("127.0.0.2")`;
+    routes set by the test); every server started is closed after the test."""
+    started: list[LinkServer] = []
+
+    def start(host: str = "127.0.0.1") -> LinkServer:
+        started.append(LinkServer(host))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.close()
+
+
+@pytest.fixture
+def site(loopback: Callable[..., LinkServer]) -> LinkServer:
+    """The server that links, sources and APIs point at, on 127.0.0.1."""
+    return loopback()
+
+
+@pytest.fixture
+def web(site: LinkServer) -> LinkServer:
     """A real HTTP server on 127.0.0.1 for alert webhooks (routes set by the test)."""
-    server = LinkServer("127.0.0.1")
-    yield server
-    server.close()
+    return site
+
+
+Guarded = Callable[..., "Client"]
+
+
+@pytest.fixture
+def guarded() -> Iterator[Guarded]:
+    """Return a maker of guarded clients (`guarded(policy, timeout=2.0)`), the network's
+    own, closed after the test."""
+    from feeds.net import guarded_client
+
+    made: list[Client] = []
+
+    def make(policy: AddressPolicy, timeout: float = 2.0) -> Client:
+        made.append(guarded_client(policy, timeout=timeout))
+        return made[-1]
+
+    yield make
+    for client in made:
+        client.close()

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,13 +32,6 @@ T0 = datetime(2026, 12, 4, 7, 0, tzinfo=UTC)
 DEEP = b"[" * 300_000 + b"]" * 300_000  # 600 kB: under both APIs' size limits
 CODED = "Speculative Drafting With Deep Answers"
 UNCODED = "Lookups That Meet Deep Answers"
-
-
-@pytest.fixture
-def site() -> Iterator[LinkServer]:
-    server = LinkServer("127.0.0.1")
-    yield server
-    server.close()
 
 
 def test_json_nested_too_deep_is_a_bad_answer_and_the_run_stores_link_results(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import socket
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from html.parser import HTMLParser
@@ -30,8 +29,7 @@ from feeds.config import Config, load
 from feeds.links.check import Checker
 from feeds.links.enrich import Enricher, LookupFailed, parse_huggingface
 from feeds.model import Item, Link, Paper, SourceState
-from feeds.net import AddressPolicy, BlockedAddress, guarded_client, public_address
-from feeds.net.client import Client
+from feeds.net import AddressPolicy, BlockedAddress, public_address
 from feeds.net.guard import GuardedBackend
 from feeds.net.pacing import Throttle
 from feeds.pipeline import run
@@ -43,6 +41,7 @@ from feeds.sources.remote import SourceFailed, fetch
 from feeds.state.records import ListRow
 from feeds.text import paper_id
 from feeds.urls import http_url_problem
+from tests.conftest import Guarded
 from tests.linkserver import LinkServer, json_reply, redirect, reply
 
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -56,33 +55,10 @@ HOSTILE_TARGETS = [
 ]
 
 
-@pytest.fixture
-def site() -> Iterator[LinkServer]:
-    """The server links point at, on 127.0.0.1 (allowed by the policies below)."""
-    server = LinkServer("127.0.0.1")
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def clients() -> Iterator[list[Client]]:
-    """Guarded clients made by a test, closed after it."""
-    made: list[Client] = []
-    yield made
-    for client in made:
-        client.close()
-
-
-def _client(clients: list[Client], policy: AddressPolicy) -> Client:
-    client = guarded_client(policy, timeout=2.0)
-    clients.append(client)
-    return client
-
-
-def _checker(clients: list[Client], **kwargs: Any) -> Checker:
+def _checker(guarded: Guarded, **kwargs: Any) -> Checker:
     """A checker that may fetch from 127.0.0.1 (the test servers) and nowhere private else."""
     policy = AddressPolicy.from_settings(["127.0.0.1"])
-    return Checker(_client(clients, policy), policy, total_timeout=2.0, **kwargs)
+    return Checker(guarded(policy), policy, total_timeout=2.0, **kwargs)
 
 
 # --- the address guard: IPv6 addresses that carry an IPv4 one --------------------------------
@@ -199,12 +175,12 @@ def test_the_backend_never_connects_to_nat64_of_loopback(
 
 
 def test_checker_redirect_to_nat64_is_blocked_without_connecting(
-    site: LinkServer, connects: list[tuple[str, int]], clients: list[Client]
+    site: LinkServer, connects: list[tuple[str, int]], guarded: Guarded
 ) -> None:
     target = f"http://[{NAT64_LOOPBACK}]/"
     site.route("/nat64", redirect(target))
     site.route("/nat64-port", redirect(f"http://[{NAT64_LOOPBACK}]:{site.port}/"))
-    checker = _checker(clients)
+    checker = _checker(guarded)
     for path in ("/nat64", "/nat64-port"):
         result = checker.check(site.url(path))
         assert result.status == "blocked", result
@@ -217,10 +193,10 @@ def test_checker_redirect_to_nat64_is_blocked_without_connecting(
 def test_checker_url_and_name_resolving_to_nat64_are_blocked(
     site: LinkServer,
     connects: list[tuple[str, int]],
-    clients: list[Client],
+    guarded: Guarded,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    checker = _checker(clients)
+    checker = _checker(guarded)
     direct = checker.check(f"http://[{NAT64_LOOPBACK}]:{site.port}/")
     assert direct.status == "blocked", direct
     monkeypatch.setattr(
@@ -237,20 +213,20 @@ def test_checker_url_and_name_resolving_to_nat64_are_blocked(
 
 
 def test_github_api_redirect_to_nat64_is_blocked(
-    site: LinkServer, connects: list[tuple[str, int]], clients: list[Client]
+    site: LinkServer, connects: list[tuple[str, int]], guarded: Guarded
 ) -> None:
     site.route("/repos/o/r", redirect(f"http://[{NAT64_LOOPBACK}]/repositories/1", 301))
-    result = _checker(clients, github_api=site.base).check("https://github.com/o/r")
+    result = _checker(guarded, github_api=site.base).check("https://github.com/o/r")
     assert result.status == "blocked", result
     assert {host for host, _port in connects} == {"127.0.0.1"}
 
 
 def test_source_redirect_to_nat64_is_refused_without_connecting(
-    site: LinkServer, connects: list[tuple[str, int]], clients: list[Client]
+    site: LinkServer, connects: list[tuple[str, int]], guarded: Guarded
 ) -> None:
     site.route("/digest.txt", redirect(f"http://[{NAT64_LOOPBACK}]/digest.txt"))
     policy = AddressPolicy.from_settings(["127.0.0.1"])
-    client = _client(clients, policy)
+    client = guarded(policy)
     for url in (site.url("/digest.txt"), f"http://[{NAT64_LOOPBACK}]:{site.port}/digest.txt"):
         with pytest.raises(SourceFailed, match="not public"):
             fetch(client, policy, SourceState(url), timeout=2, sleep=lambda _s: None)
@@ -259,29 +235,29 @@ def test_source_redirect_to_nat64_is_refused_without_connecting(
 
 @pytest.mark.parametrize("target", HOSTILE_TARGETS)
 def test_source_redirect_to_a_non_http_url_is_refused(
-    site: LinkServer, clients: list[Client], target: str
+    site: LinkServer, guarded: Guarded, target: str
 ) -> None:
     site.route("/digest.txt", redirect(target))
     policy = AddressPolicy.from_settings(["127.0.0.1"])
     state = SourceState(site.url("/digest.txt"))
     with pytest.raises(SourceFailed, match=r"redirect to not an http\(s\) URL") as failed:
-        fetch(_client(clients, policy), policy, state, timeout=2, retries=0)
+        fetch(guarded(policy), policy, state, timeout=2, retries=0)
     assert target.split(":", 1)[1] not in str(failed.value)
 
 
-def _enricher(clients: list[Client], api: str) -> Enricher:
+def _enricher(guarded: Guarded, api: str) -> Enricher:
     policy = AddressPolicy.from_settings(["127.0.0.1"])
     return Enricher(
-        _client(clients, policy), policy,
+        guarded(policy), policy,
         arxiv_api=f"{api}/query", huggingface_api=api, arxiv_throttle=Throttle(0),
         read_arxiv=parse_arxiv,
     )  # fmt: skip
 
 
 def test_lookups_never_connect_to_nat64(
-    site: LinkServer, connects: list[tuple[str, int]], clients: list[Client]
+    site: LinkServer, connects: list[tuple[str, int]], guarded: Guarded
 ) -> None:
-    nat64 = _enricher(clients, f"http://[{NAT64_LOOPBACK}]:{site.port}/api")
+    nat64 = _enricher(guarded, f"http://[{NAT64_LOOPBACK}]:{site.port}/api")
     with pytest.raises(LookupFailed, match="not public"):
         nat64.arxiv("A Title")
     with pytest.raises(LookupFailed, match="not public"):
@@ -290,18 +266,18 @@ def test_lookups_never_connect_to_nat64(
     # An API answering with a redirect there: lookups follow no redirects at all.
     site.route("/api/papers/2601.00001", redirect(f"http://[{NAT64_LOOPBACK}]/api/papers/x"))
     with pytest.raises(LookupFailed, match="HTTP 302"):
-        _enricher(clients, site.url("/api")).huggingface("A Title", "2601.00001")
+        _enricher(guarded, site.url("/api")).huggingface("A Title", "2601.00001")
     assert {host for host, _port in connects} == {"127.0.0.1"}
 
 
 @pytest.mark.parametrize("target", HOSTILE_TARGETS)
 def test_lookup_redirected_to_a_non_http_url_fails_cleanly(
-    site: LinkServer, clients: list[Client], target: str
+    site: LinkServer, guarded: Guarded, target: str
 ) -> None:
     # httpx itself raised InvalidURL here, which no caller expected: the run crashed.
     site.route("/api/papers/2601.00001", redirect(target))
     with pytest.raises(LookupFailed, match=r"redirect to not an http\(s\) URL"):
-        _enricher(clients, site.url("/api")).huggingface("A Title", "2601.00001")
+        _enricher(guarded, site.url("/api")).huggingface("A Title", "2601.00001")
 
 
 # --- a redirect to javascript: is never recorded as where a link leads ------------------------
@@ -309,10 +285,10 @@ def test_lookup_redirected_to_a_non_http_url_fails_cleanly(
 
 @pytest.mark.parametrize("target", [*HOSTILE_TARGETS, " javascript:alert(1)"])
 def test_redirect_to_a_non_http_url_records_no_final_url(
-    site: LinkServer, clients: list[Client], target: str
+    site: LinkServer, guarded: Guarded, target: str
 ) -> None:
     site.route("/go", redirect(target))
-    result = _checker(clients).check(site.url("/go"))
+    result = _checker(guarded).check(site.url("/go"))
     assert (result.status, result.http_status, result.final_url) == ("blocked", 302, None)
     scheme = target.strip().split(":", 1)[0].lower()
     assert result.note == f"redirect to not an http(s) URL ({scheme})"
@@ -320,10 +296,10 @@ def test_redirect_to_a_non_http_url_records_no_final_url(
 
 
 def test_redirect_to_an_http_url_without_a_host_records_no_final_url(
-    site: LinkServer, clients: list[Client]
+    site: LinkServer, guarded: Guarded
 ) -> None:
     site.route("/go", redirect("https:///javascript:alert(1)"))
-    result = _checker(clients).check(site.url("/go"))
+    result = _checker(guarded).check(site.url("/go"))
     assert (result.status, result.final_url, result.note) == (
         "blocked", None, "redirect to no host in the URL"
     )  # fmt: skip
@@ -333,10 +309,10 @@ def test_redirect_to_an_http_url_without_a_host_records_no_final_url(
     "html_url", ["javascript:alert(1)//", "data:text/html,x", "//evil.example/o/r", "https://", 7]
 )
 def test_github_api_html_url_that_is_not_http_is_not_a_rename(
-    site: LinkServer, clients: list[Client], html_url: object
+    site: LinkServer, guarded: Guarded, html_url: object
 ) -> None:
     site.route("/repos/o/r", json_reply(200, {"html_url": html_url, "archived": False}))
-    result = _checker(clients, github_api=site.base).check("https://github.com/o/r/tree/main")
+    result = _checker(guarded, github_api=site.base).check("https://github.com/o/r/tree/main")
     assert (result.status, result.final_url) == ("ok", None), result
 
 

@@ -13,7 +13,7 @@ import json
 import re
 import socket
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -171,10 +171,8 @@ def test_link_words(link: Link, words: str) -> None:
 
 
 @pytest.fixture
-def site() -> Iterator[LinkServer]:
-    server = LinkServer("127.0.0.2")
-    yield server
-    server.close()
+def site(loopback: Callable[..., LinkServer]) -> LinkServer:
+    return loopback("127.0.0.2")
 
 
 def test_every_note_a_real_check_writes_reads_as_words(site: LinkServer) -> None:

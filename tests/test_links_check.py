@@ -25,8 +25,9 @@ from feeds.links.check import (
     status_for,
 )
 from feeds.links.policy import schedule
-from feeds.net import USER_AGENT, AddressPolicy, guard, guarded_client
+from feeds.net import USER_AGENT, AddressPolicy, guard
 from feeds.net.pacing import retry_after_seconds
+from tests.conftest import Guarded
 from tests.linkserver import LinkServer, json_reply, redirect, reply, send, sequence
 
 SLACK = 3.0  # seconds beyond a check's total timeout that a test tolerates before "hanging"
@@ -35,26 +36,22 @@ MakeChecker = Callable[..., Checker]
 
 
 @pytest.fixture
-def site() -> Iterator[LinkServer]:
+def site(loopback: Callable[..., LinkServer]) -> LinkServer:
     """The server links point at: 127.0.0.2, allowed by the checker's policy."""
-    server = LinkServer("127.0.0.2")
-    yield server
-    server.close()
+    return loopback("127.0.0.2")
 
 
 @pytest.fixture
-def inner() -> Iterator[LinkServer]:
+def inner(loopback: Callable[..., LinkServer]) -> LinkServer:
     """A server on 127.0.0.1 that the checker must never reach."""
-    server = LinkServer("127.0.0.1")
+    server = loopback("127.0.0.1")
     server.route("/", reply(200, body=b"secret"))
-    yield server
-    server.close()
+    return server
 
 
 @pytest.fixture
-def make_checker() -> Iterator[MakeChecker]:
+def make_checker(guarded: Guarded) -> MakeChecker:
     """Return a factory of checkers on guarded clients (closed after the test)."""
-    clients = []
 
     def make(
         allow: tuple[str, ...] = ("127.0.0.2",),
@@ -65,13 +62,10 @@ def make_checker() -> Iterator[MakeChecker]:
         **kwargs: Any,
     ) -> Checker:
         policy = AddressPolicy.from_settings(list(allow))
-        client = guarded_client(policy, timeout=timeout)
-        clients.append(client)
+        client = guarded(policy, timeout=timeout)
         return Checker(client, policy, total_timeout=total_timeout, github_api=github_api, **kwargs)
 
-    yield make
-    for client in clients:
-        client.close()
+    return make
 
 
 def fake_dns(

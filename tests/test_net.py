@@ -59,20 +59,11 @@ LOOPBACK = AddressPolicy.from_settings(["127.0.0.1"])
 
 
 @pytest.fixture
-def site() -> Iterator[LinkServer]:
-    """The server URLs point at: 127.0.0.1, allowed."""
-    server = LinkServer("127.0.0.1")
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def inner() -> Iterator[LinkServer]:
+def inner(loopback: Callable[..., LinkServer]) -> LinkServer:
     """A server on 127.0.0.3 that must never be reached."""
-    server = LinkServer("127.0.0.3")
+    server = loopback("127.0.0.3")
     server.route("/", reply(200, body=b"secret"))
-    yield server
-    server.close()
+    return server
 
 
 @pytest.fixture

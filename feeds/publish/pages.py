@@ -17,9 +17,9 @@ from markupsafe import Markup, escape
 from feeds.match.hits import matched_text
 from feeds.model import Hit, Item, Link, Paper
 from feeds.publish.content import blurb, content_html, esc
+from feeds.publish.formats import DISCOVERY, FEED_FORMATS
 from feeds.publish.paths import ALL
 from feeds.publish.view import (
-    FORMATS,
     FeedView,
     PaperView,
     Site,
@@ -78,6 +78,7 @@ def _env() -> jinja2.Environment:
     )
     env.globals.update(
         feed_path=feed_path, paper_path=paper_path, topic_path=topic_path,
+        feed_formats=FEED_FORMATS, discovery=DISCOVERY,
         links_by_kind=links_by_kind,
     )  # fmt: skip
     env.filters["matched"] = matched_text
@@ -101,13 +102,12 @@ def render_index(site: Site, feeds: list[FeedView], all_feed: FeedView) -> bytes
     links: list[str] = []
     rows: list[str] = []
     for f in [all_feed, *feeds]:
-        title, rss, atom, js = esc(f.title), *(esc(feed_path(f.id, x)) for x in FORMATS)
+        title = esc(f.title)
         shown = "All papers" if f.id == ALL else title
-        for kind, name, href in (("atom+xml", "Atom", atom), ("rss+xml", "RSS", rss),
-                                  ("feed+json", "JSON", js)):  # fmt: skip
+        for fmt in DISCOVERY:
             links.append(
-                f'<link rel="alternate" type="application/{kind}" title="{title} ({name})"'
-                f' href="{href}">\n'
+                f'<link rel="alternate" type="{fmt.media_type}" title="{title} ({fmt.label})"'
+                f' href="{esc(feed_path(f.id, fmt.name))}">\n'
             )
         page = esc(topic_path(f.id))
         about = f'<br><span class="meta">{esc(f.description)}</span>' if f.description else ""

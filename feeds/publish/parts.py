@@ -128,7 +128,7 @@ def _kept_view(
     from feeds.publish.view import Kept
 
     heads = store.topic_heads(light.id, light.max_items)
-    reusable = blocks["rss"].keys() & blocks["atom"].keys() & blocks["json"].keys()
+    reusable = set.intersection(*(set(b) for b in blocks.values()))
     # An item's id comes from the feed and the paper id: the titles need not be read.
     kept = {
         pid: key
@@ -171,11 +171,7 @@ def _topic(plan: Plan, store: Store, out: Writer, light: FeedView) -> int:
     }
     for fmt, path in paths.items():
         reuse = {k: v for k, v in blocks[fmt].items() if k not in changed}
-        if fmt == "json":
-            data = render.render_json_feed(plan.site, view, reuse)
-        else:
-            data = render.render_feed(plan.site, view, fmt, reuse)
-        out.write(path, data)
+        out.write(path, render.render(plan.site, view, fmt, reuse))
     every = plan.full or view.id in plan.dirty["archive"]
     if view.id == ALL:
         return _all_papers(plan, store, view, every, out)

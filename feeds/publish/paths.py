@@ -3,9 +3,10 @@ also by a run that has nothing to render (it checks that these files are still t
 
 from __future__ import annotations
 
+from feeds.publish.formats import BY_NAME, FEED_FORMATS
+
 ALL = "all"  # the feed of every paper; its reading list is topics/all.html
-FORMATS = ("rss", "atom", "json")  # every feed is written in each (see feed_path)
-_SUFFIX = {"rss": "rss.xml", "atom": "atom.xml", "json": "json"}
+FORMATS = tuple(f.name for f in FEED_FORMATS)  # every feed is written in each
 # The all-papers reading list is paged by this many papers, whatever `site.page_size` says
 # (that setting is a topic's): the list of every paper is long, and its parts stay put.
 ALL_PAGE_SIZE = 500
@@ -17,7 +18,7 @@ def paper_path(paper_id: str) -> str:
 
 
 def feed_path(feed_id: str, fmt: str) -> str:
-    return f"feeds/{feed_id}.{_SUFFIX[fmt]}"
+    return f"feeds/{feed_id}.{BY_NAME[fmt].suffix}"
 
 
 def archive_path(feed_id: str, page: int) -> str:

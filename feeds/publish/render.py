@@ -22,6 +22,7 @@ from feeds import __version__
 from feeds.match.hits import matched_text
 from feeds.model import Item, Link, Paper
 from feeds.publish.content import AI_LABEL, content_html
+from feeds.publish.formats import BY_NAME
 from feeds.publish.view import (
     FeedView,
     Kept,
@@ -38,8 +39,8 @@ if TYPE_CHECKING:
     from feedgen.entry import FeedEntry
 
 __all__ = [
-    "content_html", "entry_blocks", "item_html", "item_id", "render_feed", "render_json_feed",
-    "render_opml",
+    "content_html", "entry_blocks", "item_html", "item_id", "render", "render_feed",
+    "render_json_feed", "render_opml",
 ]  # fmt: skip
 
 GENERATOR_URI = "https://pypi.org/project/paperfeeds/"
@@ -131,6 +132,14 @@ def entry_blocks(fmt: str, document: bytes) -> dict[str, bytes]:
             k += len(_BLOCK_IDS[fmt])
             found[block[k : block.index(b"<", k)].decode()] = block
     return found
+
+
+def render(site: Site, feed: FeedView, fmt: str, reuse: dict[str, bytes] | None = None) -> bytes:
+    """Return the feed document in format `fmt` (see formats.py), by the writer it names;
+    `reuse` as for render_feed."""
+    if BY_NAME[fmt].writer == "json":
+        return render_json_feed(site, feed, reuse)
+    return render_feed(site, feed, fmt, reuse)
 
 
 def render_feed(
