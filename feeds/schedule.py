@@ -18,6 +18,7 @@ from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from feeds.settings import Settings
+from feeds.words import say_interval, say_time
 
 log = logging.getLogger("feeds.watch")
 
@@ -113,17 +114,12 @@ def next_times(settings: Settings, now: datetime, count: int = 3) -> list[dateti
 def say_when(when: datetime, *, seconds: bool = False) -> str:
     """Return a time as `2026-12-07 07:00 UTC (Mon)`, or with `seconds` as
     `2026-12-07 07:00:30 UTC (Mon)` (for a schedule that is not in whole minutes)."""
-    clock = "%H:%M:%S" if seconds else "%H:%M"
-    return when.astimezone(UTC).strftime(f"%Y-%m-%d {clock} UTC (%a)")
+    return say_time(when, seconds=seconds, weekday=True)
 
 
 def say_every(settings: Settings) -> str:
     """Return the schedule's interval as the settings write it (`15m`, `2h`, `90s`)."""
-    seconds = settings.schedule_every or 900  # the default schedule (see trigger_for)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size:g}{unit}"
-    return f"{seconds:g}s"
+    return say_interval(settings.schedule_every or 900)  # the default schedule (trigger_for)
 
 
 def in_seconds(settings: Settings) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
 
 
 def count(n: int, noun: str) -> str:
@@ -42,3 +43,35 @@ def et_al(authors: Sequence[str], n: int = FIRST_AUTHORS) -> str:
     """Return `A, B et al.`: the first `n` authors, and whether there are more."""
     named, more = first_authors(authors, n)
     return ", ".join(named) + (" et al." if more else "")
+
+
+# Times and durations: one way of saying them, in UTC.
+
+
+def say_time(
+    when: datetime, *, seconds: bool = False, weekday: bool = False, today: datetime | None = None
+) -> str:
+    """Return a time as `2026-12-07 07:00 UTC`; with `seconds` `07:00:30`, with `weekday`
+    `(Mon)` after it; `07:00 UTC` alone when it falls on the day of `today`."""
+    when = when.astimezone(UTC)
+    clock = "%H:%M:%S" if seconds else "%H:%M"
+    same_day = today is not None and when.date() == today.astimezone(UTC).date()
+    text = when.strftime(f"{clock} UTC" if same_day else f"%Y-%m-%d {clock} UTC")
+    return f"{text} ({when:%a})" if weekday else text
+
+
+def say_interval(seconds: float) -> str:
+    """Return an interval as the settings write it: `15m`, `2h`, `1d`, `90s`."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def say_duration(d: timedelta) -> str:
+    """Return how long, in its largest whole unit: `3 days`, `1 hour`, `45 seconds`."""
+    total = int(d.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if total >= size:
+            return count(total // size, unit).replace(",", "")
+    return count(total, "second").replace(",", "")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from feeds.net.pacing import backoff
+from feeds.words import say_time
 
 # Digest periods are counted from here: `every: 1d` runs from midnight UTC to midnight UTC.
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -71,7 +72,4 @@ def say_wait(record: AlertState, now: datetime) -> str:
     why = f" ({record.error})" if record.error else ""
     if record.next_try is None:
         return f"waiting after a failed try{why}"
-    when = record.next_try.astimezone(UTC)
-    shown = f"{when:%H:%M} UTC" if when.date() == now.astimezone(UTC).date() else (
-        f"{when:%Y-%m-%d %H:%M} UTC")  # fmt: skip
-    return f"waiting until {shown} after a failed try{why}"
+    return f"waiting until {say_time(record.next_try, today=now)} after a failed try{why}"

@@ -115,7 +115,7 @@ def watch(
     import logging
 
     from feeds.pipeline import run as run_cycle
-    from feeds.schedule import next_times, say_when
+    from feeds.schedule import next_times, say_every, say_when
     from feeds.schedule import watch as run_watch
 
     logging.basicConfig(
@@ -131,7 +131,7 @@ def watch(
         return
     s = config.settings
     log = logging.getLogger("feeds.watch")
-    how = f"every {s.schedule_every:g}s" if s.schedule_every else f"cron '{s.schedule_cron}' (UTC)"
+    how = f"every {say_every(s)}" if s.schedule_every else f"cron '{s.schedule_cron}' (UTC)"
     (then,) = next_times(s, datetime.now(UTC), 1)
     log.info("watching %s, %s: a cycle now, then %s", ", ".join(map(str, s.inbox)), how,
              say_when(then))  # fmt: skip

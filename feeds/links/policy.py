@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from feeds.model import LinkStatus
 from feeds.net.pacing import MAX_RETRY, backoff
+from feeds.words import say_time
 
 if TYPE_CHECKING:
     from feeds.links.check import CheckResult
@@ -129,15 +130,11 @@ def say_outage(outage: Outage) -> str:
     if outage.since is None:
         return "up"
     if outage.ended is not None:
-        return f"up since {_say(outage.ended)} (down from {_say(outage.since)})"
-    said = f"down since {_say(outage.since)} ({outage.cause or 'no answer'})"
+        return f"up since {say_time(outage.ended)} (down from {say_time(outage.since)})"
+    said = f"down since {say_time(outage.since)} ({outage.cause or 'no answer'})"
     if outage.retry_at is not None:
-        said += f"; tried again after {_say(outage.retry_at)}"
+        said += f"; tried again after {say_time(outage.retry_at)}"
     return said
-
-
-def _say(dt: datetime) -> str:
-    return dt.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _iso(dt: datetime | None) -> str | None:

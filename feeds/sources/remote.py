@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -29,6 +29,7 @@ from feeds.net.errors import ConnectionFailed
 from feeds.net.pacing import backoff
 from feeds.settings import Settings
 from feeds.sources.inbox import Input
+from feeds.words import say_duration, say_time
 
 if TYPE_CHECKING:
     from feeds.net.client import Client, Response
@@ -159,11 +160,11 @@ def stale_reason(
     if state.error and state.failures:
         if since is not None and now - since < stale_after:
             return None  # a first failure, or a short one: said once (say_down), not stale
-        how_long = f" for {_duration_text(now - since)}" if since is not None else ""
-        last = f"last fetched {_say(state.last_ok)}" if state.last_ok else "never fetched"
+        how_long = f" for {say_duration(now - since)}" if since is not None else ""
+        last = f"last fetched {say_time(state.last_ok)}" if state.last_ok else "never fetched"
         return f"failing{how_long} ({state.error}); {last}"
     if state.last_change and now - state.last_change >= stale_after:
-        return f"unchanged for {_duration_text(now - state.last_change)}"
+        return f"unchanged for {say_duration(now - state.last_change)}"
     return None
 
 
@@ -222,21 +223,8 @@ def say_down(down: Iterable[Down]) -> tuple[str, ...]:
         which = "sources" if len(ds) > 1 else "source"
         line = f"{which} {', '.join(d.name for d in ds)} down ({cause})"
         retry = min((d.retry_at for d in ds if d.retry_at), default=None)
-        lines.append(line + (f"; tried again after {_say(retry)}" if retry else ""))
+        lines.append(line + (f"; tried again after {say_time(retry)}" if retry else ""))
     return tuple(lines)
-
-
-def _say(dt: datetime) -> str:
-    return dt.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _duration_text(d: timedelta) -> str:
-    seconds = int(d.total_seconds())
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size:
-            n = seconds // size
-            return f"{n} {unit}{'s' if n != 1 else ''}"
-    return f"{seconds} seconds"
 
 
 def fetch_sources(
