@@ -134,7 +134,9 @@ def _cycle(
     got = ingest(s, store, now, progress, offline=offline, settle=settle, arxiv=arxiv,
                  last_run=last)  # fmt: skip
     progress("matching")
-    new_matches = update_members(config.topics, store, now, progress)
+    new_matches = update_members(
+        config.topics, store, now, progress, where=str(config.subscriptions_path)
+    )
     progress("publishing")
     # The renderers are imported only if something changed (or `repair` asks for all).
     files = publish(config, store, force=repair, progress=progress)

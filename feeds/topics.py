@@ -25,10 +25,16 @@ class Criteria:
     authors: tuple[str, ...] = ()
     institutions: tuple[str, ...] = ()
     venues: tuple[str, ...] = ()
+    # Topics by example (see feeds.match.likes): papers, or descriptions, to be like ...
+    like: tuple[str, ...] = ()
+    unlike: tuple[str, ...] = ()  # ... and not like
+    min_similarity: float | None = None  # None: similar.DEFAULT_MIN_SIMILARITY
 
     @property
     def positive(self) -> bool:
-        return bool(self.any or self.all or self.authors or self.institutions or self.venues)
+        return bool(
+            self.any or self.all or self.authors or self.institutions or self.venues or self.like
+        )
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,13 @@ class Topic:
         """A hash of what decides the topic's papers (not its title or size)."""
         import hashlib  # hashlib loads OpenSSL (~3 ms): not on a run that reads the cache
 
-        return hashlib.sha256(repr(self.criteria).encode()).hexdigest()[:16]
+        text = repr(self.criteria)
+        c = self.criteria
+        if not (c.like or c.unlike or c.min_similarity is not None):
+            # A topic of terms keeps the fingerprint it had before topics by example: an
+            # upgrade does not match every topic again.
+            text = text.replace(", like=(), unlike=(), min_similarity=None", "")
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @cached_property
     def looks(self) -> str:

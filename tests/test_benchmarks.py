@@ -47,3 +47,15 @@ def test_benchmark_prints_every_phase_beside_its_baselines(tmp_path: Path) -> No
     replaced = (work / "replaced.txt").read_text().splitlines()
     assert replaced
     assert all((work / p).is_file() and "public" in Path(p).parts for p in replaced)
+
+
+def test_like_benchmark_small_prints_its_ratios() -> None:
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "like.py"), "--small"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    for line in (
+        r"build: .*-> x[\d.]+ the keyword matcher",
+        r"score: .*-> x[\d.]+ the keyword matcher",
+        r"increment: .*\(ratio x[\d.]+\)",
+    ):
+        assert re.search(line, proc.stdout), proc.stdout

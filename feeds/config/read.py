@@ -133,7 +133,8 @@ def _read(path: Path) -> yaml.Node | None:
 
 
 _TOPIC_KEYS: tuple[str, ...] = ("id", "title", "description", "any", "all", "none", "fields")
-_TOPIC_KEYS += ("authors", "institutions", "venues", "max_items")
+_TOPIC_KEYS += ("authors", "institutions", "venues", "max_items", "like", "unlike")
+_TOPIC_KEYS += ("min_similarity",)
 
 
 def read_subscriptions(path: Path) -> tuple[Topic, ...]:
@@ -220,13 +221,19 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
         authors=r.texts(m["authors"], "authors") if "authors" in m else (),
         institutions=_terms(r, m["institutions"], "institutions") if "institutions" in m else (),
         venues=r.texts(m["venues"], "venues") if "venues" in m else (),
+        like=r.texts(m["like"], "like") if "like" in m else (),
+        unlike=r.texts(m["unlike"], "unlike") if "unlike" in m else (),
+        min_similarity=_similarity(r, m["min_similarity"]) if "min_similarity" in m else None,
     )
     if not criteria.positive:
         raise r.fail(
             node,
-            f"topic {topic_id!r} has no positive criterion; give at least one of "
-            "any, all, authors, institutions, venues ('none' alone would match everything)",
+            f"topic {topic_id!r} has no positive criterion; give at least one of any, all,"
+            " authors, institutions, venues, like ('none' alone would match everything)",
         )
+    for key in ("unlike", "min_similarity"):
+        if key in m and not criteria.like:
+            raise r.fail(m[key], f"{key} needs like: the examples a paper is compared with")
     max_items = _count(r, m["max_items"], "max_items", 1, MAX_ITEMS) if "max_items" in m else None
     commas = [  # valid, but `any: a, b` is one term: said by `feeds check`
         Diagnostic(str(r.path), line_of(item), warning)
@@ -243,6 +250,13 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
         line=line_of(node),
         warnings=tuple(commas),
     )
+
+
+def _similarity(r: _Reader, node: yaml.Node) -> float:
+    value = float(r.value(node, (int, float), "min_similarity"))
+    if not 0 < value <= 1:
+        raise r.fail(node, f"min_similarity must be above 0 and at most 1, not {value:g}")
+    return value
 
 
 _LINK_KEYS: tuple[str, ...] = ("check", "allow_hosts", "timeout", "concurrency", "per_host")

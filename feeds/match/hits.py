@@ -1,4 +1,5 @@
-"""How a match is said to a person: "matched: 推测解码 in title, summary". Pure."""
+"""How a match is said to a person: "matched: 推测解码 in title, summary", or "similar to
+MineDraft (0.41)" for a topic by example. Pure."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import re
 from functools import lru_cache
 
 from feeds.model import Hit
+
+# The field of a topic by example's hit: its term is the example and the score,
+# "MineDraft (0.41)", said "similar to MineDraft (0.41)" (see feeds.match.likes).
+SIMILAR = "similar"
 
 
 def matched_text(hits: tuple[Hit, ...]) -> str:
@@ -34,7 +39,10 @@ def _matched_line(fields: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
                 for f in names
             )
         )
-    return "; ".join(f"{term} in {', '.join(names)}" for term, names in fields)
+    return "; ".join(
+        f"similar to {term}" if names == (SIMILAR,) else f"{term} in {', '.join(names)}"
+        for term, names in fields
+    )
 
 
 @lru_cache(maxsize=4096)

@@ -185,7 +185,9 @@ def reported(
     schedule's next times after `now` (by the trigger `feeds watch` runs)."""
     from feeds.schedule import next_times
 
-    total, reports = check_topics(config.topics, papers, progress)
+    # Topics by example are compared, not matched: their report is likes.report's.
+    by_terms = [t for t in config.topics if not t.criteria.like]
+    total, reports = check_topics(by_terms, papers, progress)
     upcoming = next_times(config.settings, now)
     return (
         report_json(config, warnings, total, reports, upcoming),

@@ -5,17 +5,20 @@ which receives the job without its matcher and loads its own from the cache."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from feeds.state import Store, encode_hits
+from feeds.topics import Criteria
 from feeds.words import count
 
 if TYPE_CHECKING:
     from feeds.match.fast import Matcher
-    from feeds.model import Hit
+    from feeds.match.similar import DocFreq, LikeTopic
+    from feeds.model import Hit, Paper
     from feeds.state.records import SeqRange
-    from feeds.topics import Criteria, Topic
+    from feeds.topics import Topic
 
 Progress = Callable[[str], None]
 
@@ -26,6 +29,7 @@ PAPERS_PER_MATCH = 2_000  # ~0.1 s of matching: a part to share with the helper
 # strings cost the run less to receive and to store than Hit objects.
 PaperMatches = tuple[str, int, list[tuple[str, str]]]
 Matched = list[PaperMatches]
+_State = tuple[tuple[tuple[str, Criteria], ...], bool, tuple[tuple[str, "LikeTopic"], ...]]
 
 
 def matched(store: Store, job: Matching, progress: Progress) -> Iterator[PaperMatches]:
@@ -55,51 +59,112 @@ class Matching:
     (see feeds.parallel), which is sent it without its matcher and loads its own from the
     cache (see feeds.match.cache)."""
 
-    def __init__(self, topics: tuple[tuple[str, Criteria], ...], unmatched_only: bool) -> None:
+    def __init__(
+        self,
+        topics: tuple[tuple[str, Criteria], ...],
+        unmatched_only: bool,
+        likes: tuple[tuple[str, LikeTopic], ...] = (),
+    ) -> None:
         self.topics = topics
         self.unmatched_only = unmatched_only
+        self.likes = likes  # topics by example, their examples found (see likes.resolve)
         self._matcher: Matcher | None = None
+        self._df: DocFreq | None = None
         self._encoded: dict[int, tuple[tuple[Hit, ...], str]] = {}  # see run
 
-    def __getstate__(self) -> tuple[tuple[tuple[str, Criteria], ...], bool]:
-        return self.topics, self.unmatched_only
+    def __getstate__(self) -> _State:
+        return self.topics, self.unmatched_only, self.likes
 
-    def __setstate__(self, state: tuple[tuple[tuple[str, Criteria], ...], bool]) -> None:
-        self.topics, self.unmatched_only = state
+    def __setstate__(self, state: _State) -> None:
+        self.topics, self.unmatched_only, self.likes = state
         self._matcher = None
+        self._df = None
         self._encoded = {}
 
     def run(self, store: Store, part: SeqRange) -> Matched:
         if self._matcher is None:
             from feeds.match.cache import cached_matcher
 
-            self._matcher = cached_matcher(self.topics)
-        match, encoded = self._matcher.match, self._encoded
+            self._matcher = cached_matcher(term_topics(self.topics))
+        match, encode = self._matcher.match, self._encode
         first, end, _count = part
+        papers = store.papers_between(first, end, unmatched_only=self.unmatched_only)
         out: Matched = []
-        for seq, paper in store.papers_between(first, end, unmatched_only=self.unmatched_only):
-            matches = match(paper)
-            if matches:
-                row = []
-                for topic_id, hits in matches:
-                    # Most hits are tuples the matcher keeps and hands out again: encoded
-                    # once each, found by identity (a Hit hashes in Python, slowly). The
-                    # entry holds the tuple: no other object gets its id while it is there.
-                    known = encoded.get(id(hits))
-                    if known is None:
-                        if len(encoded) > 100_000:
-                            encoded.clear()
-                        known = encoded[id(hits)] = (hits, encode_hits(hits))
-                    row.append((topic_id, known[1]))
+        if not self.likes:  # topics of terms alone: the common case, kept lean
+            for seq, paper in papers:
+                matches = match(paper)
+                if matches:
+                    out.append((paper.paper_id, seq, [(t, encode(h)) for t, h in matches]))
+            return out
+        found = [(seq, paper, dict(match(paper))) for seq, paper in papers]
+        self._by_example(store, found)
+        for seq, paper, by_topic in found:
+            row = [(t, encode(h)) for t, h in by_topic.items() if "\0" not in t]  # no probes
+            if row:
                 out.append((paper.paper_id, seq, row))
         return out
 
+    def _encode(self, hits: tuple[Hit, ...]) -> str:
+        # Most hits are tuples the matcher keeps and hands out again: encoded once each,
+        # found by identity (a Hit hashes in Python, slowly). The entry holds the tuple: no
+        # other object gets its id while it is there.
+        known = self._encoded.get(id(hits))
+        if known is None:
+            if len(self._encoded) > 100_000:
+                self._encoded.clear()
+            known = self._encoded[id(hits)] = (hits, encode_hits(hits))
+        return known[1]
+
+    def _by_example(self, store: Store, found: list[tuple[int, Paper, dict[str, Any]]]) -> None:
+        """Add to `found` the topics by example each paper is in: those whose terms (if
+        any) it matched, whose `none` terms it did not, and whose examples it is like."""
+        from feeds.match.hits import SIMILAR
+        from feeds.match.likes import kept_frequencies, scored
+        from feeds.model import Hit
+
+        if self._df is None:  # kept by the step before any part is matched
+            self._df = kept_frequencies(store)[0]
+        criteria = dict(self.topics)
+        for topic_id, like in self.likes:
+            c = criteria[topic_id]
+            narrowed = bool(replace(c, like=(), unlike=(), none=()).positive)
+            batch = [
+                (i, m) for i, (_seq, _paper, m) in enumerate(found)
+                if (not narrowed or f"{topic_id}\0terms" in m) and f"{topic_id}\0none" not in m
+            ]  # fmt: skip
+            papers = [found[i][1] for i, _m in batch]
+            for index, _tid, why in scored(self._df, ((topic_id, like),), papers):
+                matches = batch[index][1]
+                terms = matches.get(f"{topic_id}\0terms", ())
+                matches[topic_id] = (*terms, Hit(why, SIMILAR))
+
+
+def term_topics(topics: Sequence[tuple[str, Criteria]]) -> tuple[tuple[str, Criteria], ...]:
+    """Return what the automaton matches: the topics of terms as they are, and for a topic
+    by example its terms and its `none` terms as two probes (`id\0terms`, `id\0none`):
+    its examples are compared after (see Matching._by_example)."""
+    out = []
+    for topic_id, c in topics:
+        if not c.like:
+            out.append((topic_id, c))
+            continue
+        terms = replace(c, like=(), unlike=(), min_similarity=None, none=())
+        if terms.positive:
+            out.append((f"{topic_id}\0terms", terms))
+        if c.none:
+            out.append((f"{topic_id}\0none", Criteria(any=c.none, fields=c.fields)))
+    return tuple(out)
+
 
 def update_members(
-    topics: Sequence[Topic], store: Store, now: datetime, progress: Progress = lambda _m: None
-) -> dict[str, int]:
+    topics: Sequence[Topic], store: Store, now: datetime, progress: Progress = lambda _m: None,
+    where: str = "subscriptions",
+) -> dict[str, int]:  # fmt: skip
     """The matching step of a cycle: update topic memberships as membership.plan and
-    membership.Changes decide; return how many papers entered each topic."""
+    membership.Changes decide; return how many papers entered each topic.
+
+    `where`: the subscriptions file, named by the ConfigError of a topic by example whose
+    example names no stored paper."""
     prints = {t.id: t.fingerprint for t in topics}
     known = store.topic_fingerprints()
     waiting = store.has_unmatched()
@@ -110,11 +175,19 @@ def update_members(
 
     criteria = {t.id: t.criteria for t in topics}
     todo = plan(prints, known, papers_waiting=waiting)
+    likes: dict[str, LikeTopic] = {}
+    if any(t.criteria.like for t in topics):
+        from feeds.match.likes import document_frequencies, resolve
+
+        with store.transaction():  # kept before matching: the helper process reads them
+            document_frequencies(store)
+        likes = {t.id: resolve(store, t, where) for t in topics if t.criteria.like}
     with store.transaction(), store.bulk_members():
         for topic_id in todo.drop:
             store.drop_topic(topic_id)
         for topic_ids, unmatched_only in todo.groups:
-            job = Matching(tuple((t, criteria[t]) for t in topic_ids), unmatched_only)
+            examples = tuple((t, likes[t]) for t in topic_ids if t in likes)
+            job = Matching(tuple((t, criteria[t]) for t in topic_ids), unmatched_only, examples)
             changes = Changes(store.members_of(set(topic_ids), unmatched_only))
             batch: list[tuple[str, str, int, str]] = []
             for paper_id, seq, matches in matched(store, job, progress):

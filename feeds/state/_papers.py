@@ -135,6 +135,18 @@ class PapersMixin(LinksMixin, MembersMixin):
         ).fetchone()
         return None if row is None else paper_from(row)
 
+    def paper_of_arxiv(self, arxiv_id: str) -> Paper | None:
+        """Return the stored paper with this arXiv id (without version), if any."""
+        row = self.db.execute(
+            f"SELECT {PAPER_COLS} FROM papers WHERE arxiv_id = ? LIMIT 1", (arxiv_id,)
+        ).fetchone()
+        return None if row is None else paper_from(row)
+
+    def titles(self) -> Iterator[str]:
+        """Yield every stored paper's English title (for suggestions)."""
+        for (title,) in self.db.execute("SELECT title FROM papers"):
+            yield str(title)
+
     def papers(self, paper_ids: Iterable[str] | None = None) -> Iterator[Paper]:
         """Yield papers in arrival order: all of them, or those with the given ids."""
         if paper_ids is None:
