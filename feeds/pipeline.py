@@ -61,6 +61,7 @@ class RunSummary:
     alerts_unset: dict[str, str] = field(default_factory=dict)  # destination: variable unset
     # destination: "waiting until 07:35 UTC after a failed try (...)", not tried this run
     alerts_waiting: dict[str, str] = field(default_factory=dict)
+    bucket: dict[str, int] = field(default_factory=dict)  # put, deleted, unchanged (s3://)
 
     @property
     def exit_code(self) -> int:
@@ -151,13 +152,20 @@ def _cycle(
         if report.changed or report.found:
             progress("publishing")
             files = files.then(publish(config, store, progress=progress))
+    bucket: dict[str, int] = {}
+    if s.public_url is not None:  # the site published above goes up: before any alert
+        from feeds.publish.bucket import sync
+
+        progress("uploading")
+        bucket = asdict(sync(s.public_dir, s.public_url, progress))
     alerts: tuple[Outcome, ...] = ()
     if s.alerts and not offline:  # offline: nothing is sent, everything stays pending
         from feeds.alerts.send import send_alerts  # Apprise, only when alerts are set
 
         progress("alerts")
         alerts = send_alerts(config, store, now)
-    summary = _summary(got, store, new_matches, report, files, alerts, time.monotonic() - began)
+    seconds = time.monotonic() - began
+    summary = _summary(got, store, new_matches, report, files, bucket, alerts, seconds)
     with store.transaction():
         store.finish_run(run_id, clock(), summary.as_json())
     return summary
@@ -165,7 +173,7 @@ def _cycle(
 
 def _summary(
     got: Ingested, store: Store, new_matches: dict[str, int], report: LinkReport | None,
-    files: WriteStats, alerts: tuple[Outcome, ...], seconds: float,
+    files: WriteStats, bucket: dict[str, int], alerts: tuple[Outcome, ...], seconds: float,
 ) -> RunSummary:  # fmt: skip
     c = got.counts
     return RunSummary(
@@ -189,6 +197,7 @@ def _summary(
         rejected=tuple(got.rejected),
         problems=tuple(got.problems),
         files=files,
+        bucket=bucket,
         seconds=round(seconds, 3),
         alerts_sent={name: a.papers for name, a in _named(alerts) if a.ok and a.papers},
         alerts_failed={name: a.error for name, a in _named(alerts) if a.error},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +56,7 @@ class Settings:
     page_size: int = 500  # papers per page of a topic's reading list
     inbox: tuple[Path, ...] = (Path("seeds"),)
     sources: tuple[str, ...] = ()
-    public_dir: Path = Path("public")
+    public_dir: Path = Path("public")  # with public_url: the local mirror (see __post_init__)
     state: Path = Path(".paperfeeds/state.sqlite3")
     schedule_every: float | None = 900.0
     schedule_cron: str | None = None
@@ -67,6 +68,64 @@ class Settings:
     arxiv_backfill: float = 7 * 86400.0  # a category's first harvest reads this far back
     alerts: tuple[AlertDestination, ...] = ()
     alerts_timeout: float = 30.0  # total time for one destination's message
+    # `public_dir: s3://bucket/prefix`: the site is published into a local mirror, then
+    # uploaded there (feeds.publish.bucket). None: public_dir is the site itself.
+    public_url: str | None = None
+
+    def __post_init__(self) -> None:
+        # The mirror is derived, never set: beside the state (so a --state given on the
+        # command line moves it too), named for the URL (two buckets, two mirrors).
+        if self.public_url is not None:
+            object.__setattr__(self, "public_dir", mirror_dir(self.public_url, self.state))
+
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+)://")  # two letters at least: not `C://`
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")  # S3's rule for a bucket's name
+
+
+def state_place(text: str) -> Path:
+    """Return the state file as written; raise ConfigError for a URL (`postgresql://`):
+    the state is a SQLite file in this version, never a local folder named `postgresql:`."""
+    m = _SCHEME.match(text)
+    if m is not None:
+        raise ConfigError(
+            f"state {text[: m.end()]}…: a state on {m.group(1)}:// is not supported by this"
+            " version; give a SQLite file (default .paperfeeds/state.sqlite3)"
+        )
+    return Path(text)
+
+
+def public_place(text: str) -> tuple[Path | None, str | None]:
+    """Return where public_dir as written puts the site: (a folder, None), or (None, an
+    `s3://bucket/prefix` URL, trailing slashes dropped).
+
+    Raise ConfigError for a URL of any other scheme (`gs://`, `http://`): never a local
+    folder of that name.
+    """
+    m = _SCHEME.match(text)
+    if m is None:
+        return Path(text), None
+    if m.group(1).lower() != "s3":
+        raise ConfigError(
+            f"public_dir {text!r}: {m.group(1)}:// is not supported; give a folder or an"
+            " S3-compatible bucket, s3://bucket/prefix"
+        )
+    bucket, _, prefix = text[m.end() :].partition("/")
+    if not _BUCKET.fullmatch(bucket):
+        raise ConfigError(
+            f"public_dir {text!r}: {bucket!r} is not a bucket name (s3://bucket/prefix)"
+        )
+    prefix = prefix.strip("/")
+    if any(part in ("", ".", "..") for part in prefix.split("/")) and prefix:
+        raise ConfigError(f"public_dir {text!r}: the prefix has an empty, `.` or `..` part")
+    return None, f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+
+
+def mirror_dir(url: str, state: Path) -> Path:
+    """Return the local mirror of the site published to `url`: beside the state file."""
+    import hashlib
+
+    return Path(state).parent / f"public-{hashlib.sha256(url.encode()).hexdigest()[:12]}"
 
 
 _APART = (

@@ -448,3 +448,21 @@ def test_web_addresses_in_settings_follow_the_one_rule(
     tmp_path: Path, text: str, line: int, fragment: str
 ) -> None:
     expect_error(read_settings, write(tmp_path, text, "settings.yaml"), line, fragment)
+
+
+@pytest.mark.parametrize("where", ["settings", "option"])
+def test_a_state_url_is_a_config_error_never_a_local_folder(tmp_path: Path, where: str) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    url = "postgresql://papers@db.example.org:5432/feeds"
+    args = [*ws.cli_args()]
+    if where == "option":
+        args[args.index("--state") + 1] = url
+    else:
+        args = args[: args.index("--state")] + args[args.index("--state") + 2 :]
+        (ws.root / "s.yaml").write_text(f"state: {url}\n", encoding="utf-8")
+        args += ["--settings", str(ws.root / "s.yaml")]
+    r = run_feeds(ws.root, "run", *args)
+    assert r.returncode == 2, r.stderr
+    assert "a state on postgresql:// is not supported by this version" in r.stderr
+    assert "papers@db" not in r.stderr  # the rest of the URL may hold a password
+    assert not (ws.root / "postgresql:").exists()

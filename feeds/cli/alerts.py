@@ -18,7 +18,7 @@ from feeds.settings import Config
 @options("subscriptions", "settings", "state", "json")
 @click.option("--test", is_flag=True, help="Send each a test message (one that arrives: no wait).")
 @click.option("--send-now", is_flag=True, help="Send each what is pending now, backoff or not.")
-def alerts(subscriptions: Path, settings: Path | None, state: Path | None, as_json: bool,
+def alerts(subscriptions: Path, settings: Path | None, state: str | None, as_json: bool,
            test: bool, send_now: bool) -> None:  # fmt: skip
     """List the alert destinations, send each a test message, or what is pending now."""
     if test and send_now:

@@ -22,7 +22,7 @@ from feeds.errors import FeedsError
     help="List every stored paper the topic matches and why, and those its `none` excludes.",
 )  # fmt: skip
 def check(
-    subscriptions: Path, settings: Path | None, state: Path | None, quiet: bool, as_json: bool,
+    subscriptions: Path, settings: Path | None, state: str | None, quiet: bool, as_json: bool,
     explain: str | None, **_ignored: Any,
 ) -> None:  # fmt: skip
     """Validate the config; show what each topic matches among the stored papers."""

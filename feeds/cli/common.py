@@ -13,7 +13,7 @@ import click
 
 from feeds.config import load
 from feeds.errors import EXIT_FAILURE, EXIT_USAGE, ConfigError, FeedsError
-from feeds.settings import Config, check_places
+from feeds.settings import Config, check_places, public_place, state_place
 
 DEFAULT_SUBSCRIPTIONS = Path("config/subscriptions.yaml")
 
@@ -31,8 +31,10 @@ _OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "inbox": (("--inbox",), {
         "type": click.Path(path_type=Path), "multiple": True,
         "help": "Folder of digests (repeatable); replaces the settings' inbox."}),
-    "public": (("--public",), {"type": click.Path(path_type=Path), "help": "Output folder."}),
-    "state": (("--state",), {"type": click.Path(path_type=Path), "help": "State database file."}),
+    # Text, not a click.Path: that would make `s3://bucket/site` the folder `s3:/bucket/site`.
+    "public": (("--public",), {"type": str, "metavar": "PATH|s3://BUCKET/PREFIX",
+                               "help": "Output folder, or an S3-compatible bucket."}),
+    "state": (("--state",), {"type": str, "metavar": "FILE", "help": "State database file."}),
     "offline": (("--offline",), {"is_flag": True, "help": "No network: links are not checked."}),
     "quiet": (("--quiet", "-q"), {"is_flag": True, "help": "Print only problems."}),
     "json": (("--json", "as_json"), {"is_flag": True,
@@ -63,8 +65,8 @@ def load_config(
     subscriptions: Path,
     settings: Path | None,
     inbox: tuple[Path, ...] = (),
-    public: Path | None = None,
-    state: Path | None = None,
+    public: Path | str | None = None,
+    state: Path | str | None = None,
 ) -> Config:
     if settings is None and DEFAULT_SETTINGS.exists():
         settings = DEFAULT_SETTINGS
@@ -76,10 +78,13 @@ def load_config(
     values: dict[str, Any] = {}
     if inbox:
         values["inbox"] = tuple(inbox)
-    if public:
-        values["public_dir"] = public
+    if public:  # a folder replaces a bucket of the settings, and the other way round
+        folder, url = public_place(str(public))
+        values["public_url"] = url
+        if folder is not None:
+            values["public_dir"] = folder
     if state:
-        values["state"] = state
+        values["state"] = state_place(str(state))
     s = replace(config.settings, **values)
     check_places(s, (subscriptions, settings))
     # Alerts' `${NAME}`s are not read here: an unset one stops only its destination, when

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     help="Render every published file and write again those missing or changed by hand.",
 )  # fmt: skip
 def run(
-    subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: Path | None,
-    state: Path | None, offline: bool, quiet: bool, as_json: bool, repair: bool,
+    subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: str | None,
+    state: str | None, offline: bool, quiet: bool, as_json: bool, repair: bool,
 ) -> None:  # fmt: skip
     """Run one cycle: ingest new digests, match, publish into public/."""
     from feeds.pipeline import run as run_cycle
@@ -96,6 +96,10 @@ def print_summary(summary: RunSummary, config: Config, quiet: bool, offline: boo
         f"published: {count(f.written, 'file')} written, {f.unchanged} unchanged,"
         f" {f.removed} removed in {config.settings.public_dir}/"
     )
+    if s.bucket:
+        b = s.bucket
+        click.echo(f"bucket: {count(b['put'], 'object')} uploaded, {b['deleted']} deleted,"
+                   f" {b['unchanged']} unchanged in {config.settings.public_url}")  # fmt: skip
     if f.search:  # not a problem of the run: said, but not with --quiet
         click.echo(f"search: {f.search}")
     if s.alerts_sent:
@@ -108,8 +112,8 @@ def print_summary(summary: RunSummary, config: Config, quiet: bool, offline: boo
 @click.command()
 @options(*ALL)
 def watch(
-    subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: Path | None,
-    state: Path | None, offline: bool, quiet: bool, as_json: bool,
+    subscriptions: Path, settings: Path | None, inbox: tuple[Path, ...], public: str | None,
+    state: str | None, offline: bool, quiet: bool, as_json: bool,
 ) -> None:  # fmt: skip
     """Run the cycle now and then on the schedule; SIGINT/SIGTERM/SIGHUP finish it, exit 0."""
     import logging

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import click
 
 from feeds.cli.common import DEFAULT_SETTINGS, fail
-from feeds.errors import EXIT_FAILURE, FeedsError
+from feeds.errors import EXIT_FAILURE, ConfigError, FeedsError
 
 
 @click.command()
@@ -34,6 +34,9 @@ def serve(
         if settings is None and DEFAULT_SETTINGS.exists():
             settings = DEFAULT_SETTINGS
         site = load_settings(settings)
+        if public is None and site.public_url is not None:
+            message = f"public_dir is {site.public_url}: the bucket serves the site"
+            raise ConfigError(message + " (`feeds serve` serves a folder: --public)")
         folder = public or site.public_dir
     except FeedsError as e:
         fail(e)

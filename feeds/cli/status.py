@@ -19,7 +19,7 @@ from feeds.errors import FeedsError
     help="Also list the links in error, by host, with what the checker said.",
 )  # fmt: skip
 def status(
-    subscriptions: Path, settings: Path | None, state: Path | None, as_json: bool,
+    subscriptions: Path, settings: Path | None, state: str | None, as_json: bool,
     verbose: bool, **_ignored: Any,
 ) -> None:  # fmt: skip
     """Show digests ingested and rejected, papers, topics, link health and the last run."""

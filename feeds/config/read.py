@@ -18,7 +18,14 @@ from feeds.config.yamlfile import compose, line_of, scalar, text_lists
 from feeds.errors import ConfigError
 from feeds.match.terms import check_term, regex_source
 from feeds.model import Diagnostic
-from feeds.settings import AlertDestination, LinkSettings, Settings, places_problem
+from feeds.settings import (
+    AlertDestination,
+    LinkSettings,
+    Settings,
+    places_problem,
+    public_place,
+    state_place,
+)
 from feeds.text import clean_xml
 from feeds.topics import DEFAULT_FIELDS, FIELDS, Criteria, Topic
 from feeds.urls import http_url_problem
@@ -301,9 +308,20 @@ def read_settings(path: Path | None, config_files: Iterable[Path] = ()) -> Setti
             values["base_url"] = url if url.endswith("/") else url + "/"
     if "inbox" in m:
         values["inbox"] = tuple(Path(p) for p in r.texts(m["inbox"], "inbox"))
-    for key in ("public_dir", "state"):
-        if key in m:
-            values[key] = Path(r.text(m[key], key))
+    if "public_dir" in m:
+        try:  # a folder, or s3://bucket/prefix; any other URL is an error, never a folder
+            folder, bucket = public_place(r.text(m["public_dir"], "public_dir"))
+        except ConfigError as e:
+            raise r.fail(m["public_dir"], e.message) from e
+        if bucket is None:
+            values["public_dir"] = folder
+        else:
+            values["public_url"] = bucket
+    if "state" in m:
+        try:  # a URL (postgresql://) is an error, never a folder of that name
+            values["state"] = state_place(r.text(m["state"], "state"))
+        except ConfigError as e:
+            raise r.fail(m["state"], e.message) from e
     if "schedule" in m:
         sched = r.mapping(m["schedule"], ("every", "cron"), "schedule")
         if len(sched) != 1:
