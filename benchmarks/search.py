@@ -12,8 +12,11 @@ state and the pages); then, on that state, timed in this process:
   changed   papers that changed without a change to what is searched (a link checked):
             each compared with what its shard indexed, nothing indexed
   no-op     update_search with nothing changed
-and what a browser loads for its first search: one entry file and one metadata file per
-shard, whose total size is printed.
+and, beside the full index, Pagefind's own time on the same records (its floor: the same
+shards, two at a time, its files returned in memory and not written), the files the index
+holds and their disk usage (static hosts cap the number of files), and what a browser
+loads for its first search: the runtime, one entry file and one metadata file per shard,
+and for a one-word query one index chunk per shard and the ten results shown.
 """
 
 from __future__ import annotations
@@ -73,14 +76,53 @@ def _without_pagefind(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
             os.environ["PAGEFIND_BINARY_PATH"] = saved
 
 
-def _bundle(public: Path) -> tuple[int, int, int]:
-    """Return (shards, bytes a first search loads: entries and metadata, files)."""
+def _bundle(public: Path) -> tuple[int, int, int, int, int]:
+    """Return (shards, bytes a first search loads before its words: the runtime, and for
+    the primary and each shard its entry, metadata and WebAssembly (each merged index loads
+    its own); bytes a one-word query adds: an index chunk per shard, ten fragments; files;
+    bytes of disk they take)."""
     root = public / "search"
     shards = [p for p in (root / "p").iterdir() if p.is_dir()]
-    first = sum(p.stat().st_size for d in [*shards, *root.glob("t-*")]
-                for p in d.iterdir() if p.suffix in (".pf_meta", ".json"))  # fmt: skip
-    files = sum(1 for p in root.rglob("*") if p.is_file())
-    return len(shards), first, files
+    (primary,) = root.glob("t-*")
+    first = (primary / "pagefind.js").stat().st_size
+    for d in [*shards, primary]:
+        first += (d / "pagefind-entry.json").stat().st_size
+        first += sum(p.stat().st_size for p in d.glob("*.pf_meta"))
+        first += min(p.stat().st_size for p in d.glob("wasm.*.pagefind"))
+    word = 0
+    for d in shards:
+        chunks = [p.stat().st_size for p in (d / "index").iterdir()]
+        word += sum(chunks) // max(1, len(chunks))
+    fragments = [p.stat().st_size for p in (shards[-1] / "fragment").iterdir()]
+    word += 10 * sum(fragments) // max(1, len(fragments))
+    files = [p.stat() for p in root.rglob("*") if p.is_file()]
+    return len(shards), first, word, len(files), sum(st.st_blocks * 512 for st in files)
+
+
+def pagefind_floor(store: Store) -> float:
+    """Seconds Pagefind itself takes over the same records as the full index: the same
+    shards, two at a time, its files returned in memory and written nowhere."""
+    import tempfile as temp
+    from concurrent.futures import ThreadPoolExecutor
+
+    from feeds.publish.pagefind import index_records
+
+    exe = search.pagefind_binary()
+    assert exe is not None
+    shards = []
+    for first, end in search.shard_ranges(store.paper_count()):
+        shards.append([(f"/papers/{page.paper.paper_id}.html", search.paper_record(page))
+                       for page in store.paper_pages(seqs=(first, end))])  # fmt: skip
+
+    def index(records: list[tuple[str, bytes]]) -> None:
+        with temp.TemporaryDirectory() as staging:
+            index_records(exe, records, "zh", Path(staging) / "out", Path(staging), "floor",
+                          lambda _rel: False)  # fmt: skip
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(index, shards))
+    return time.perf_counter() - start
 
 
 def measure(papers: int, work: Path) -> None:
@@ -91,7 +133,7 @@ def measure(papers: int, work: Path) -> None:
     _, seconds = _timed(write_digests, inbox, papers)
     print(f"paperfeeds search benchmark: {papers:,} papers ({seconds:.1f}s to generate)")
     print(
-        f"Pagefind {search._run([str(exe), '--version'], 'version').split()[-1]}, "
+        f"Pagefind {search.run_pagefind([str(exe), '--version'], 'v').split()[-1]}, "
         f"{os.cpu_count()} cores; shards of {search.BIG:,}, the newest of {search.SMALL:,}"
     )
     config = _config(work, inbox)
@@ -104,9 +146,17 @@ def measure(papers: int, work: Path) -> None:
         done, full = _timed(search.update_search, public, store, topics, None)
     finally:
         store.close()
-    shards, first, files = _bundle(public)
+    shards, first, word, files, disk = _bundle(public)
     print(f"\nfull index:      {full:7.2f}s  {done.papers:,} papers in {done.shards} shards "
-          f"({done.papers / full:,.0f} papers/s); {files:,} files")  # fmt: skip
+          f"({done.papers / full:,.0f} papers/s); {files:,} files, {disk / 1e6:,.0f} MB "
+          "on disk")  # fmt: skip
+    store = Store(work / "state.sqlite3", T0)
+    try:
+        floor = pagefind_floor(store)
+    finally:
+        store.close()
+    print(f"  Pagefind's own time on the same records (two at a time, nothing written): "
+          f"{floor:.2f}s: the index takes x{full / floor:.2f} its floor")  # fmt: skip
 
     write_digests(work / "new", 10, 10, seed=99)
     for f in sorted((work / "new").glob("*.txt")):
@@ -128,11 +178,12 @@ def measure(papers: int, work: Path) -> None:
         print(f"nothing changed: {noop * 1000:7.0f} ms (finding Pagefind and its version)")
     finally:
         store.close()
-    shards, first, files = _bundle(public)
-    print(
-        f"\na first search loads {shards + 1} entry and metadata files, "
-        f"{first / 1024:,.0f} kB in all (then the word chunks and results it needs)"
-    )
+    shards, first, word, files, disk = _bundle(public)
+    print(f"\na first search loads the runtime and {shards + 1} indexes' entry, metadata "
+          f"and WebAssembly, {first / 1024:,.0f} kB in all, then for a one-word query "
+          f"~{word / 1024:,.0f} kB "
+          f"(an index chunk per shard, ten results); {files:,} files, "
+          f"{disk / 1e6:,.0f} MB on disk")  # fmt: skip
 
 
 def range_ids(store: Store, first: int, end: int) -> list[str]:

@@ -219,3 +219,40 @@ def test_a_run_with_nothing_new_does_not_load_search(workspace: Workspace) -> No
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
                          check=True).stdout.strip()  # fmt: skip
     assert out == "[]"
+
+
+def test_an_update_stopped_by_a_failed_publish_names_nothing(
+    workspace: Workspace, small_shards
+) -> None:
+    run(workspace.config(), now=lambda: T0)
+    import shutil
+
+    root = workspace.public / "search"
+    shutil.rmtree(root)
+    store = Store(workspace.state, T0)
+    try:
+        with (
+            pytest.raises(RuntimeError),
+            search.Update(workspace.public, store, [("topics/all.html", "All papers", "")], None),
+        ):
+            raise RuntimeError("the publishing failed")  # Pagefind is stopped
+    finally:
+        store.close()
+    assert not (root / "index.json").exists()
+    assert not list(root.glob(".build-*"))
+    # A shard indexed before the stop stays, whole (sealed), for the next run to keep.
+    assert all((d / search.COMPLETE).is_file() for d in root.glob("p/*"))
+
+
+def test_records_reach_pagefind_in_memory(
+    workspace: Workspace, small_shards, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR read again
+    run(workspace.config(), now=lambda: T0)
+    assert len(_indexed(workspace)) == 3
+    assert list(temp.iterdir()) == []  # its working folders removed, no record staged

@@ -24,6 +24,7 @@ from feeds.state import Store
 
 if TYPE_CHECKING:
     from feeds.publish.parts import Part
+    from feeds.publish.search import Update
 
 
 # Bumped whenever what the renderers write changes: the next publish writes everything
@@ -187,8 +188,10 @@ def _publish(
 
     # Feeds and reading lists are written on a second thread while the next ones render
     # (see Writer); a big publish shares its parts with a second process (see feeds.parallel).
+    # The search index is built beside them, and named only once they are written.
+    searching = _begin_search(config, store, full or recheck, dirty["paper"], progress)
     removed, helped = 0, [0, 0]  # files removed; written and unchanged by the helper
-    with Writer() as out:
+    with Writer() as out, searching:
 
         def here(part: Part) -> tuple[int, int, int]:
             return render_part(plan, store, out, part), 0, 0  # `out` counts what it writes
@@ -218,7 +221,7 @@ def _publish(
             import shutil  # rare: not imported by every run
 
             shutil.rmtree(public / "topics" / gone)
-    searched = _search(config, store, full or recheck, dirty["paper"], progress)
+    searched = _search(searching)
     written = out.written + helped[0]
     if written or removed or searched.shards or searched.topics:
         os.sync()  # one sync for the whole run instead of an fsync per file
@@ -234,20 +237,28 @@ def _publish(
     return WriteStats(written, out.unchanged + helped[1], removed, searched.note)
 
 
-def _search(
+def _begin_search(
     config: Config, store: Store, whole: bool, changed: set[str], progress: Callable[[str], None]
-) -> Searched:
-    """Bring the search index up to date with the papers that changed (all, when `whole`);
-    return what to tell. Search never fails a publish: what went wrong is said, and the
-    next publish compares the whole index with the state."""
-    from feeds.publish.search import SearchError, update_search
+) -> Update:
+    """Begin bringing the search index up to date with the papers that changed (all, when
+    `whole`), beside the publishing (see Update)."""
+    from feeds.publish.search import Update
     from feeds.publish.view import topic_path
 
     topics = [(topic_path(ALL), "All papers", "Every paper, newest first")]
     topics += [(topic_path(t.id), t.title, t.description or "") for t in config.topics]
+    return Update(Path(config.settings.public_dir), store, topics, None if whole else changed,
+                  progress)  # fmt: skip
+
+
+def _search(searching: Update) -> Searched:
+    """Finish the search index's update; return what to tell. Search never fails a
+    publish: what went wrong is said, and the next publish compares the whole index with
+    the state."""
+    from feeds.publish.search import SearchError
+
     try:
-        done = update_search(Path(config.settings.public_dir), store, topics,
-                             None if whole else changed, progress)  # fmt: skip
+        done = searching.finish()
     except (SearchError, OSError) as e:
         return Searched(note=f"the search index was not updated: {e}", failed=True)
     return Searched(done.shards, done.topics, done.note)

@@ -1,0 +1,429 @@
+"""Pagefind's side of the search index: its binary, its runs, and the folders it writes.
+
+Records go to Pagefind in memory, through its service mode (`pagefind --service`, the
+protocol its own Python API speaks: base64 JSON messages ended by commas on stdin and
+stdout), one process per folder of the index, two at a time (each works on about one
+core); the files of the index come back the same way and are written here. Its own Python
+API is not used: it waits a tenth of a second per answer (500 s for 5,000 records unless
+they are sent all at once) and needs asyncio.
+
+Each process runs in a temp folder named with the run's process id (its working folder
+and its log): a run that finds the folder of a run no longer alive (killed with SIGKILL)
+removes it, and the `.build-*` folders of one. A folder of the index is trusted only with
+its `.complete.json`, written last, once every file of it was read back whole (a full disk
+may cut them short while all seemed to go well), and only while its files are still the
+ones listed there.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import IO, Any
+
+from feeds.errors import FeedsError
+
+TIMEOUT = 1800.0  # seconds one Pagefind run may take before it is given up
+NOT_FOUND = (
+    "Pagefind was not found (install paperfeeds with its dependencies, or set "
+    "PAGEFIND_BINARY_PATH): the site is published, and its search page says search is "
+    "not available"
+)
+# What a shard keeps of Pagefind's output: its index alone (the runtime is the primary's).
+INDEX_FILES = ("pagefind-entry.json", "index", "fragment", "filter")
+RUNTIME = ("pagefind.js", "pagefind-worker.js")
+COMPLETE = ".complete.json"  # in a folder written whole: each of its files and its size
+_STAGING = "paperfeeds-search-"  # + the run's process id + "-": a temp folder of a run
+_GZIP = (".pf_meta", ".pf_index", ".pf_fragment", ".pf_filter", ".pagefind")
+NICE = 5  # Pagefind yields the cores to the rendering of feeds and pages it runs beside
+
+
+class SearchError(FeedsError):
+    """The search index could not be brought up to date (Pagefind failed or was stopped).
+
+    The site is published all the same; the index stays as it was, whole."""
+
+
+def pagefind_binary() -> Path | None:
+    """Return Pagefind's binary, found where Pagefind's own Python wrapper looks for it
+    (PAGEFIND_BINARY_PATH, the pagefind_bin_extended then pagefind_bin package, then
+    `pagefind_extended` or `pagefind` on the PATH), or None when there is none that runs.
+
+    Not through the wrapper's own function: importing it loads asyncio (~60 ms of a run
+    that adds a digest)."""
+    named = os.environ.get("PAGEFIND_BINARY_PATH")
+    exe: Path | None = Path(named) if named is not None else None
+    if named is None:
+        for package in ("pagefind_bin_extended", "pagefind_bin"):
+            try:
+                exe = Path(importlib.import_module(package).get_executable())
+            except (ImportError, OSError, AttributeError):
+                continue
+            break
+        else:
+            found = shutil.which("pagefind_extended") or shutil.which("pagefind")
+            exe = Path(found) if found else None
+    if exe is None or not exe.is_file() or not os.access(exe, os.X_OK):
+        return None
+    return exe
+
+
+def run_pagefind(cmd: list[str], what: str) -> str:
+    """Run Pagefind to its end; return what it printed. Raise SearchError if it fails."""
+    from feeds.parallel import ends_with_this_process
+
+    try:
+        done = subprocess.run(
+            cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT,
+            check=False, preexec_fn=ends_with_this_process(),
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as e:
+        raise SearchError(f"{what}: Pagefind did not run: {e}") from e
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise SearchError(f"{what}: Pagefind failed (exit {done.returncode}): {' '.join(said)}")
+    return done.stdout
+
+
+def files_of(folder: Path) -> dict[str, int]:
+    """Return every file under folder (its completion mark aside): size by relative path."""
+    found: dict[str, int] = {}
+    for top, _dirs, names in os.walk(folder):
+        rel = os.path.relpath(top, folder)
+        for name in names:
+            if rel != "." or name != COMPLETE:
+                size = os.stat(os.path.join(top, name)).st_size
+                found[name if rel == "." else f"{rel}/{name}"] = size
+    return found
+
+
+def _whole_gzip(path: Path) -> bool:
+    """Return True when a gzip file decompresses to its end (a file cut short does not)."""
+    inflate = zlib.decompressobj(31)
+    try:
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                inflate.decompress(chunk, 1 << 24)  # what it inflates to is not kept
+                while inflate.unconsumed_tail:
+                    inflate.decompress(inflate.unconsumed_tail, 1 << 24)
+    except (OSError, zlib.error):
+        return False
+    return inflate.eof
+
+
+def _seal(folder: Path, name: str, runtime: bool) -> None:
+    """Check that Pagefind's output in folder is whole, then mark it complete (last).
+
+    Raise SearchError when it is not: a file cut short or empty, the index its entry file
+    names missing, or (`runtime`, the primary) the runtime missing."""
+    files = files_of(folder)
+    problem = ""
+    try:
+        entry = json.loads((folder / "pagefind-entry.json").read_bytes())
+        wanted = [f"pagefind.{lang['hash']}.pf_meta" for lang in entry["languages"].values()]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        problem = "pagefind-entry.json is missing or cut short"
+        wanted = []
+    wanted += list(RUNTIME) if runtime else []
+    for rel in wanted:
+        if not files.get(rel):
+            problem = problem or f"{rel} is missing"
+    for rel in files:
+        if problem:
+            break
+        if rel.endswith(_GZIP) and not _whole_gzip(folder / rel):
+            problem = f"{rel} is cut short"
+    if problem:
+        raise SearchError(f"search index {name}: {problem} (a full disk?)")
+    (folder / COMPLETE).write_text(json.dumps(files, sort_keys=True), "utf-8")
+
+
+def complete(folder: Path, deep: bool) -> bool:
+    """Return True when folder was sealed and still holds the files it was sealed with, of
+    the same sizes: every file when `deep`, else those at its top level (what a browser
+    loads first: the entry, the metadata, the runtime), a few stats whatever its size."""
+    try:
+        sealed = json.loads((folder / COMPLETE).read_bytes())
+        if deep:
+            return isinstance(sealed, dict) and sealed == files_of(folder)
+        with os.scandir(folder) as entries:
+            top = {e.name: e.stat().st_size for e in entries if e.is_file()}
+    except (OSError, ValueError):
+        return False
+    top.pop(COMPLETE, None)
+    if not isinstance(sealed, dict):
+        return False
+    return top == {rel: size for rel, size in sealed.items() if "/" not in rel}
+
+
+def _alive(pid: int) -> bool:
+    """Return True while a process of that id runs (a zombie has ended)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: alive as far as we can tell
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def _pid_in(name: str, prefix: str) -> int | None:
+    """Return the process id in `<prefix><pid>-...`, or None."""
+    pid, dash, _rest = name.removeprefix(prefix).partition("-")
+    return int(pid) if dash and pid.isdigit() else None
+
+
+def _listed(folder: Path, prefix: str) -> list[str]:
+    try:
+        with os.scandir(folder) as entries:
+            return [e.name for e in entries if e.name.startswith(prefix)]
+    except OSError:
+        return []
+
+
+def remove_leftovers(root: Path, now: float) -> None:
+    """Remove what runs that died left: their staging folders in the temp folder (which
+    other projects' runs share: only those of a process no longer alive, or, named
+    without one by an earlier version, untouched for a day) and the `.build-*` folders
+    in root, public/search (any but this process's: the caller holds the state's lock)."""
+    temp = Path(tempfile.gettempdir())
+    for name in _listed(temp, _STAGING):
+        pid = _pid_in(name, _STAGING)
+        if pid is None:
+            try:
+                dead = now - (temp / name).stat().st_mtime > 86400
+            except OSError:
+                continue
+        else:
+            dead = not _alive(pid)
+        if dead:
+            shutil.rmtree(temp / name, ignore_errors=True)
+    for name in _listed(root, ".build-"):
+        if _pid_in(name, ".build-") != os.getpid():
+            shutil.rmtree(root / name, ignore_errors=True)
+
+
+def _message(number: int, payload: dict[str, Any]) -> bytes:
+    data = json.dumps({"message_id": number, "payload": payload}, ensure_ascii=False)
+    return base64.b64encode(data.encode("utf-8")) + b","
+
+
+def _send(stdin: IO[bytes], records: Iterable[tuple[str, bytes]], index: int) -> None:
+    """Write the records (URL, HTML) and the request for the index's files to Pagefind's
+    input; a Pagefind that ended early is told by its output, not here."""
+    try:
+        for n, (url, html) in enumerate(records, 2):
+            add = {"type": "AddFile", "index_id": index, "url": url, "file_path": None,
+                   "file_contents": html.decode("utf-8")}  # fmt: skip
+            stdin.write(_message(n, add))
+        # Its files come back in the answer: Pagefind's own WriteFiles answers before the
+        # files are all written, and its service ends at once when its input does.
+        stdin.write(_message(0, {"type": "GetFiles", "index_id": index}))
+        stdin.flush()
+    except (OSError, ValueError):  # a closed pipe: Pagefind ended, or was stopped
+        pass
+
+
+class _Answers:
+    """Pagefind's answers, one at a time, from its output."""
+
+    def __init__(self, stdout: IO[bytes]) -> None:
+        self.stdout = stdout
+        self.buffer = b""
+
+    def next(self) -> dict[str, Any] | None:
+        """Return the next answer's payload, or None when Pagefind's output ended."""
+        while b"," not in self.buffer:
+            chunk = self.stdout.read1(1 << 16)  # type: ignore[attr-defined]
+            if not chunk:
+                return None
+            self.buffer += chunk
+        message, _, self.buffer = self.buffer.partition(b",")
+        try:
+            payload = json.loads(base64.b64decode(message))["payload"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise SearchError(f"Pagefind answered what cannot be read: {message[:80]!r}") from e
+        return payload if isinstance(payload, dict) else {}
+
+
+def index_records(exe: Path, records: Sequence[tuple[str, bytes]], language: str, out: Path,
+                  staging: Path, what: str, keep: Callable[[str], bool],
+                  running: set[Any] | None = None) -> None:  # fmt: skip
+    """Have Pagefind index the records (URL, HTML) as `language`; write the files of its
+    index that `keep` (given their path) into the folder out, while Pagefind still runs
+    (as when it writes them itself). Its process is in `running` while it runs.
+
+    Raise SearchError when it fails, stops or says something went wrong."""
+    from feeds.parallel import ends_with_this_process
+
+    cmd = [str(exe), "--service", "--output-path", str(out)]  # out: what its log names
+    with (staging / "pagefind.log").open("wb") as log:
+        try:
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                cwd=staging,
+                preexec_fn=ends_with_this_process(),  # noqa: PLW1509 - it only calls prctl
+            )
+        except OSError as e:
+            raise SearchError(f"{what}: Pagefind did not run: {e}") from e
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, proc.pid, NICE)
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        if running is not None:
+            running.add(proc)
+        timer = threading.Timer(TIMEOUT, proc.kill)
+        timer.start()
+        sender: threading.Thread | None = None
+        try:
+            answers = _Answers(proc.stdout)
+            config = {"force_language": language}
+            try:
+                proc.stdin.write(_message(1, {"type": "NewIndex", "config": config}))
+                proc.stdin.flush()
+            except OSError:
+                pass  # said by its output's end
+            answer = answers.next()
+            if answer is not None and answer.get("type") == "NewIndex":
+                index = int(answer["index_id"])
+                sender = threading.Thread(target=_send, daemon=True,
+                                          args=(proc.stdin, records, index))  # fmt: skip
+                sender.start()
+                while (answer := answers.next()) is not None:
+                    if answer.get("type") in ("GetFiles", "Error"):
+                        break
+            if answer is None or answer.get("type") != "GetFiles":
+                said = (answer or {}).get("message") or _tail(staging / "pagefind.log")
+                proc.kill()
+                code = proc.wait()
+                raise SearchError(f"{what}: Pagefind failed (exit {code}): {said}".rstrip(": "))
+            _write(out, answer.get("files") or [], keep)
+        finally:
+            timer.cancel()
+            if sender is not None:
+                sender.join(timeout=5)
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+            try:
+                code = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
+            proc.stdout.close()
+            if running is not None:
+                running.discard(proc)
+    if code != 0:
+        said = _tail(staging / "pagefind.log")
+        raise SearchError(f"{what}: Pagefind failed (exit {code}): {said}".rstrip(": "))
+
+
+def _write(out: Path, files: Iterable[dict[str, str]], keep: Callable[[str], bool]) -> None:
+    """Write Pagefind's files (path, base64 content) that `keep` into the folder out."""
+    out.mkdir(parents=True, exist_ok=True)
+    made = {out}
+    for file in files:
+        rel = file["path"].lstrip("/")
+        if not keep(rel) or ".." in rel.split("/"):
+            continue
+        path = out / rel
+        if path.parent not in made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made.add(path.parent)
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(file["content"]))
+
+
+def _tail(log: Path) -> str:
+    try:
+        return " ".join(log.read_text("utf-8", "replace").strip().splitlines()[-3:])
+    except OSError:
+        return ""
+
+
+class Builder:
+    """Runs Pagefind over records, two at a time (it works on about one core), each into a
+    folder of its own beside the final ones, then moves it into place whole."""
+
+    def __init__(self, exe: Path, root: Path) -> None:
+        self.exe = exe
+        self.root = root
+        self.workers = max(1, min(2, os.cpu_count() or 1))
+        self.pool = ThreadPoolExecutor(max_workers=self.workers)
+        self.pending: list[Future[str]] = []
+        self.running: set[subprocess.Popen[bytes]] = set()
+        self.stopped = False
+
+    def submit(self, name: str, records: Sequence[tuple[str, bytes]], language: str,
+               keep: Sequence[str], tsv: str | None) -> Future[str]:  # fmt: skip
+        """Index records (URL, HTML) into root/name; return the future of `name`. Waits
+        while two others are being indexed (memory stays bounded)."""
+        while sum(not f.done() for f in self.pending) >= self.workers:
+            next(f for f in self.pending if not f.done()).exception()  # waits for it
+        if self.stopped:
+            raise SearchError(f"search index {name}: stopped")
+        future = self.pool.submit(self._index, name, records, language, keep, tsv)
+        self.pending.append(future)
+        return future
+
+    def _index(self, name: str, records: Sequence[tuple[str, bytes]], language: str,
+               keep: Sequence[str], tsv: str | None) -> str:  # fmt: skip
+        final = self.root / name
+        build = self.root / f".build-{os.getpid()}-{name.replace('/', '-')}"
+        old = self.root / f".build-{os.getpid()}-old-{name.replace('/', '-')}"
+        staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{os.getpid()}-"))
+        try:
+            shutil.rmtree(build, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)
+            if self.stopped:
+                raise SearchError(f"search index {name}: stopped")
+
+            # Not Pagefind's UI files: search.js draws the results.
+            def kept(rel: str) -> bool:
+                top = rel.split("/", 1)[0]
+                return top in keep or top.endswith((".pf_meta", ".pagefind"))
+
+            what = f"search index {name}"
+            index_records(self.exe, records, language, build, staging, what, kept, self.running)
+            if tsv is not None:
+                (build / "records.tsv").write_text(tsv, "utf-8")
+            _seal(build, name, runtime=RUNTIME[0] in keep)
+            if complete(final, deep=True):  # the same records indexed before: that one stays
+                shutil.rmtree(build)
+            elif final.exists():  # the same records, incomplete: replaced, never merged
+                os.replace(final, old)
+                os.replace(build, final)
+            else:
+                final.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(build, final)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(build, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)
+        return name
+
+    def stop(self) -> None:
+        """Stop what is being indexed and what waits to be (the publish failed)."""
+        self.stopped = True
+        for proc in list(self.running):
+            proc.kill()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
