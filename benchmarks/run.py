@@ -14,6 +14,7 @@ Phases (each in its own process where start-up or peak memory matters):
                                                summary, a scan of each)
   full       `feeds run` over everything       baseline: the file system creating as many files
                                                of the same sizes by temp file + rename
+             and against the naive build with search (naive.py: feedgen, Jinja, Pagefind)
   increment  `feeds run` with one new 10-paper digest, wall time with start-up
   no-op      `feeds run` with nothing new,     baseline: `python -c pass`
 """
@@ -285,12 +286,29 @@ def fold_floor(terms: int, sample: list[Paper]) -> float:
     return time.perf_counter() - start
 
 
-def full_phase(work: Path, inbox: Path, floors: dict[str, float]) -> None:
+def naive_build(work: Path) -> tuple[float, str]:
+    """Run the naive build with search (naive.py) in a child process into work/naive:
+    (wall seconds, its steps' times in words)."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "naive.py")]
+    cmd += ["inbox", "config/subscriptions.yaml", "naive"]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"the naive build failed ({proc.returncode}):\n{proc.stderr}")
+    return wall, proc.stdout.strip()
+
+
+def full_phase(
+    work: Path, inbox: Path, floors: dict[str, float], *, new_papers: int, naive: bool
+) -> None:
     """Time a full build, new digests and no-op runs. `floors`: the floors of the build's
-    steps measured before (what, seconds for all the papers), added up as its floor."""
+    steps measured before (what, seconds for all the papers), added up as its floor.
+    `naive`: time the naive build with search first, as the build's baseline."""
     # As an installed package would be: compiled once (this environment may not write
     # bytecode itself, and compiling on every start is not what a user pays).
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "feeds")], check=True)
+    naive_s, naive_steps = naive_build(work) if naive else (0.0, "")
     wall, peak, writing, waited = feeds_run(work)
     public = work / "public"
     sizes = [p.stat().st_size for p in public.rglob("*") if p.is_file()]
@@ -309,12 +327,16 @@ def full_phase(work: Path, inbox: Path, floors: dict[str, float]) -> None:
     per_file = floor_w / len(sizes) * 1e6
     print(f"  file-system floor:      {floor_w:.1f}s ({per_file:.0f} us/file, same sizes, "
           f"temp file + rename): writing is x{writing / floor_w:.2f} the floor")  # fmt: skip
+    if naive:
+        print(f"  the naive build with search: {naive_s:.1f}s ({naive_steps})")
+        print(f"  against the naive build with search: x{naive_s / wall:.2f} "
+              "(its time over feeds run's)")  # fmt: skip
 
     # incremental and no-op. One new digest after another, each run timed: a single run
     # cannot tell a tenth apart on a shared machine, whose speed drifts within minutes.
     incs, inc_peaks, rewrites, rewritten = [], [], [], []
     for n in range(INCREMENTS):
-        write_digests(work / "new", 10, 10, 99 + n)
+        write_digests(work / "new", new_papers, new_papers, 99 + n)
         for f in sorted((work / "new").glob("*.txt")):
             shutil.move(f, inbox / f"zz-new-{n}-{f.name}")
         listed = work / "replaced.txt"
@@ -340,9 +362,10 @@ def full_phase(work: Path, inbox: Path, floors: dict[str, float]) -> None:
         _wall([sys.executable, "-c", "import feeds.cli"]) for _ in range(5)
     )
     inc = statistics.median(incs)
-    print(f"\nnew 10-paper digest: {inc * 1000:.0f} ms wall, median of {len(incs)} "
+    print(f"\nnew {new_papers}-paper digest: {inc * 1000:.0f} ms wall, median of {len(incs)} "
           f"({min(incs) * 1000:.0f}–{max(incs) * 1000:.0f} ms; peak "
-          f"{max(inc_peaks, key=lambda p: int(p.split()[0]))})")  # fmt: skip
+          f"{max(inc_peaks, key=lambda p: int(p.split()[0]))}); "
+          f"{inc / wall:.1%} of the full build")  # fmt: skip
     files = len(paths)
     print(f"  floors: importing the libraries it uses ({RUN_LIBRARIES}) "
           f"{statistics.median(run_libs) * 1000:.0f} ms; the file system replacing as many "
@@ -350,7 +373,8 @@ def full_phase(work: Path, inbox: Path, floors: dict[str, float]) -> None:
           f"{rewritten[-1]:.1f} MB) by temp file + rename, and the sync, "
           f"{statistics.median(rewrites) * 1000:.0f} ms, median of {len(rewrites)}")  # fmt: skip
     print(f"no-op run:           {noop * 1000:.0f} ms wall, median of 11 "
-          f"(fastest {min(noops) * 1000:.0f} ms; peak {noop_peak})")  # fmt: skip
+          f"(fastest {min(noops) * 1000:.0f} ms; peak {noop_peak}); "
+          f"{noop / wall:.1%} of the full build")  # fmt: skip
     print(f"  baselines: `python -c pass` {python_s * 1000:.0f} ms (run between the no-op runs: "
           f"they take {(noop - python_s) * 1000:.0f} ms more), "
           f"`import feeds.cli` {import_s * 1000:.0f} ms, importing the libraries a no-op "
@@ -359,6 +383,7 @@ def full_phase(work: Path, inbox: Path, floors: dict[str, float]) -> None:
     # while (discards), which would slow the runs timed above.
     shutil.rmtree(work / "fs-floor")
     shutil.rmtree(work / "rewrite-floor")
+    shutil.rmtree(work / "naive", ignore_errors=True)
 
 
 def _wall(cmd: list[str]) -> float:
@@ -373,6 +398,12 @@ def main() -> None:
     ap.add_argument("--topics", type=int, default=1000)
     ap.add_argument("--naive-papers", type=int, default=300, help="papers for the naive matcher")
     ap.add_argument("--match-papers", type=int, default=50_000, help="papers for match rates")
+    ap.add_argument(
+        "--new-papers", type=int, default=10, help="papers in each new digest after the build"
+    )
+    ap.add_argument(
+        "--no-naive", action="store_true", help="skip the naive build with search (baseline)"
+    )
     ap.add_argument("--keep", type=Path, help="work folder to keep (default: a temp folder)")
     ap.add_argument(
         "--broad",
@@ -393,7 +424,7 @@ def main() -> None:
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="paperfeeds-bench-"))
     inbox, config = work / "inbox", work / "config"
-    for d in (inbox, config):
+    for d in (inbox, config, work / "naive"):
         shutil.rmtree(d, ignore_errors=True)
     config.mkdir(parents=True)
     shutil.rmtree(work / "public", ignore_errors=True)
@@ -447,7 +478,7 @@ def main() -> None:
     del papers
 
     if "full" in phases:
-        full_phase(work, inbox, floors)
+        full_phase(work, inbox, floors, new_papers=args.new_papers, naive=not args.no_naive)
     if not args.keep:
         shutil.rmtree(work)
 
