@@ -49,7 +49,8 @@ PAGE = _ENV.from_string("""<!doctype html>
 <style>{{ css }}</style></head><body><main data-pagefind-body>
 <h1>{{ p.title }}</h1>{% if p.title_zh %}<h2 lang="zh">{{ p.title_zh }}</h2>{% endif %}
 <p>{{ p.authors | join(", ") }}</p>
-<ul>{% for i in p.institutions %}<li>{{ i.name }}{% if i.name_zh %} ({{ i.name_zh }}){% endif %}</li>{% endfor %}</ul>
+<ul>{% for i in p.institutions %}<li>{{ i.name }}
+{% if i.name_zh %} ({{ i.name_zh }}){% endif %}</li>{% endfor %}</ul>
 {% if p.venue %}<p>{{ p.venue }}</p>{% endif %}
 {% if p.abstract %}<h3>Abstract</h3><p>{{ p.abstract }}</p>{% endif %}
 {% if p.summary %}<h3>AI summary</h3><p lang="zh">{{ p.summary }}</p>{% endif %}

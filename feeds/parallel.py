@@ -56,7 +56,7 @@ class Job(Protocol[P_contra, R_co]):
 
 
 def shared(
-    state: Path,
+    state: Path | str,
     job: Job[P, R],
     parts: Sequence[P],
     work: int,
@@ -121,7 +121,7 @@ def ends_with_this_process() -> Callable[[], None] | None:
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def _start(state: Path, job: Job[P, R]) -> Helper[P, R] | None:
+def _start(state: Path | str, job: Job[P, R]) -> Helper[P, R] | None:
     """Start a helper; None if no process can be started (the run goes on alone)."""
     try:
         return Helper(state, job)
@@ -136,7 +136,7 @@ class HelperGone(FeedsError):
 class Helper(Generic[P, R]):
     """A second process doing parts of one job (see share)."""
 
-    def __init__(self, state: Path, job: Job[P, R]) -> None:
+    def __init__(self, state: Path | str, job: Job[P, R]) -> None:
         import site
         import subprocess
         from multiprocessing import Pipe

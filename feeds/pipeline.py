@@ -16,7 +16,7 @@ from feeds.publish.build import publish
 from feeds.publish.write import WriteStats
 from feeds.settings import Config
 from feeds.sources.ingest import Ingested, Rejection, ingest
-from feeds.state import Store
+from feeds.state import Store, place_shown
 from feeds.state.lock import exclusive
 
 if TYPE_CHECKING:
@@ -101,15 +101,15 @@ def run(
     """
     s = config.settings
     progress = progress or (lambda _msg: None)
-    with exclusive(s.state, wait=lock_wait):
-        store = Store(s.state, now(), progress)
+    with exclusive(s.database, wait=lock_wait):
+        store = Store(s.database, now(), progress)
         try:
             return _cycle(config, store, now, progress, offline, settle, repair)
         except sqlite3.Error as e:  # a read-only file or folder, a full disk, a damaged file
             raise StateError(
                 f"cannot write the state database: {e} (is it or its folder read-only,"
                 " or the disk full?)",
-                file=str(s.state),
+                file=place_shown(s.database),
             ) from e
         finally:
             store.close()

@@ -71,6 +71,14 @@ class Settings:
     # `public_dir: s3://bucket/prefix`: the site is published into a local mirror, then
     # uploaded there (feeds.publish.bucket). None: public_dir is the site itself.
     public_url: str | None = None
+    # `state: postgresql://user@host:port/db`: the state in PostgreSQL. `state` is then
+    # only where this machine's own files go (its folder: the bucket's mirror, caches).
+    state_url: str | None = None
+
+    @property
+    def database(self) -> Path | str:
+        """Where the state is: the SQLite file, or the PostgreSQL URL."""
+        return self.state_url or self.state
 
     def __post_init__(self) -> None:
         # The mirror is derived, never set: beside the state (so a --state given on the
@@ -83,16 +91,20 @@ _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+)://")  # two letters at least: n
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")  # S3's rule for a bucket's name
 
 
-def state_place(text: str) -> Path:
-    """Return the state file as written; raise ConfigError for a URL (`postgresql://`):
-    the state is a SQLite file in this version, never a local folder named `postgresql:`."""
+def state_place(text: str) -> tuple[Path | None, str | None]:
+    """Return where the state as written is: (a SQLite file, None), or (None, a
+    `postgresql://` URL). Raise ConfigError for a URL of any other scheme: never a local
+    folder named `mysql:`."""
     m = _SCHEME.match(text)
-    if m is not None:
+    if m is None:
+        return Path(text), None
+    if m.group(1).lower() not in ("postgresql", "postgres"):
         raise ConfigError(
-            f"state {text[: m.end()]}…: a state on {m.group(1)}:// is not supported by this"
-            " version; give a SQLite file (default .paperfeeds/state.sqlite3)"
+            f"state {text[: m.end()]}…: a state on {m.group(1)}:// is not supported; give a"
+            " SQLite file (default .paperfeeds/state.sqlite3) or a PostgreSQL URL,"
+            " postgresql://user@host:port/database"
         )
-    return Path(text)
+    return None, text
 
 
 def public_place(text: str) -> tuple[Path | None, str | None]:

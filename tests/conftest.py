@@ -20,6 +20,7 @@ import pytest
 from feeds.config import Config, load
 from tests.linkserver import LinkServer
 from tests.mailserver import MailServer
+from tests.postgres import PostgresServer, running
 
 if TYPE_CHECKING:
     from feeds.net import AddressPolicy
@@ -299,3 +300,27 @@ def guarded() -> Iterator[Guarded]:
     yield make
     for client in made:
         client.close()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server on 127.0.0.1, one per test process (see tests/postgres.py)."""
+    with running() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def new_state(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Path | str]:
+    """Return a maker of new, empty states on each engine: SQLite files, or new databases
+    of a real PostgreSQL server."""
+    names = iter(range(1_000_000))
+    if request.param == "sqlite":
+        return lambda: tmp_path / f"state-{next(names)}.sqlite3"
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.new_database
+
+
+@pytest.fixture
+def state_place(new_state: Callable[[], Path | str]) -> Path | str:
+    """Where a new state is, on each engine (see new_state)."""
+    return new_state()

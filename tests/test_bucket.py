@@ -111,10 +111,18 @@ def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seaweed]:
     """A SeaweedFS with an S3 API and the bucket `site`, for the whole session."""
     tmp = tmp_path_factory.mktemp("seaweedfs")
     process, server, shell = _start(tmp)
+    tries = 1
     try:
         deadline = time.monotonic() + 90
         while True:  # the bucket is made once the S3 port answers and the filer takes it
             if process.poll() is not None:
+                # A free port picked for it may be taken by another test process before
+                # SeaweedFS binds it: start again, with other ports, a few times.
+                if "address already in use" in (tmp / "weed.log").read_text() and tries < 4:
+                    tries += 1
+                    tmp = tmp_path_factory.mktemp("seaweedfs")
+                    process, server, shell = _start(tmp)
+                    continue
                 pytest.fail(_why(tmp, f"exited with status {process.returncode}"))
             if time.monotonic() > deadline:
                 pytest.fail(_why(tmp, "did not create the bucket within 90 s"))

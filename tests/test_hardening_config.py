@@ -452,8 +452,9 @@ def test_web_addresses_in_settings_follow_the_one_rule(
 
 @pytest.mark.parametrize("where", ["settings", "option"])
 def test_a_state_url_is_a_config_error_never_a_local_folder(tmp_path: Path, where: str) -> None:
+    """Any scheme but postgresql:// (see tests/test_postgres.py)."""
     ws = make_workspace(tmp_path / "ws")
-    url = "postgresql://papers@db.example.org:5432/feeds"
+    url = "mysql://papers:pw@db.example.org:3306/feeds"
     args = [*ws.cli_args()]
     if where == "option":
         args[args.index("--state") + 1] = url
@@ -463,6 +464,7 @@ def test_a_state_url_is_a_config_error_never_a_local_folder(tmp_path: Path, wher
         args += ["--settings", str(ws.root / "s.yaml")]
     r = run_feeds(ws.root, "run", *args)
     assert r.returncode == 2, r.stderr
-    assert "a state on postgresql:// is not supported by this version" in r.stderr
-    assert "papers@db" not in r.stderr  # the rest of the URL may hold a password
-    assert not (ws.root / "postgresql:").exists()
+    assert "a state on mysql:// is not supported" in r.stderr
+    assert "postgresql://user@host:port/database" in r.stderr  # what is
+    assert "papers" not in r.stderr  # the rest of the URL may hold a password
+    assert not (ws.root / "mysql:").exists()

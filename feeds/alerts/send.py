@@ -9,6 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from feeds.alerts.due import AlertState, after_delivery, is_due, say_wait
@@ -236,10 +237,10 @@ def send_pending(config: Config, *, now: Callable[[], datetime] = _utcnow,
     from feeds.state.lock import exclusive
 
     s = config.settings
-    if not s.state.exists():
+    if isinstance(s.database, Path) and not s.database.exists():
         return ()
-    with exclusive(s.state, wait=lock_wait):
-        store = Store(s.state, now())
+    with exclusive(s.database, wait=lock_wait):
+        store = Store(s.database, now())
         try:
             at, last = now(), store.last_started()
             # Up to the last cycle's time at least: it may be a second ahead of the clock
@@ -259,9 +260,10 @@ def send_test_messages(config: Config, *, now: Callable[[], datetime] = _utcnow,
     results = send_tests(config)
     reached = [dest for dest, _shown, delivery in results if delivery.ok]
     s = config.settings
-    if reached and s.state.exists():  # no state yet: no destination waits
-        with exclusive(s.state, wait=lock_wait):
-            store = Store(s.state, now())
+    new = isinstance(s.database, Path) and not s.database.exists()
+    if reached and not new:  # no state yet: no destination waits
+        with exclusive(s.database, wait=lock_wait):
+            store = Store(s.database, now())
             try:
                 for dest in reached:
                     clear_wait(store, dest)

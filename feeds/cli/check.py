@@ -40,8 +40,9 @@ def check(
         config = load_config(subscriptions, settings, state=state)
         topic = None if explain is None else topic_of(config, explain)
         store = None
-        if config.settings.state.exists():
-            store = Store(config.settings.state, datetime.now(UTC))
+        place = config.settings.database
+        if not isinstance(place, Path) or place.exists():
+            store = Store(place, datetime.now(UTC))
         try:  # the papers are streamed: a long history does not fill memory
             stored = store.papers() if store else ()
             if topic is not None and topic.criteria.like and store is not None:

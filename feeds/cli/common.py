@@ -83,8 +83,11 @@ def load_config(
         values["public_url"] = url
         if folder is not None:
             values["public_dir"] = folder
-    if state:
-        values["state"] = state_place(str(state))
+    if state:  # a file replaces a PostgreSQL state of the settings, and the other way round
+        file, url = state_place(str(state))
+        values["state_url"] = url
+        if file is not None:
+            values["state"] = file
     s = replace(config.settings, **values)
     check_places(s, (subscriptions, settings))
     # Alerts' `${NAME}`s are not read here: an unset one stops only its destination, when

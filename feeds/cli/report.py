@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -14,7 +15,8 @@ from feeds.model import SourceState
 from feeds.settings import AlertDestination, Config
 from feeds.sources.inbox import shown
 from feeds.sources.remote import failing_since, stale_reason
-from feeds.state import Store
+from feeds.state import Store, place_shown
+from feeds.state.lock import holder
 from feeds.words import count
 
 
@@ -22,8 +24,8 @@ def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:
     """Return the status report as plain data (also what --json prints).
 
     `verbose`: also every link in error, with its host and the checker's own note."""
-    path = config.settings.state
-    if not path.exists():
+    path = config.settings.database
+    if isinstance(path, Path) and not path.exists():
         raise StateError("no state yet: run `feeds run` first", file=str(path))
     store = Store(path, datetime.now(UTC))
     try:
@@ -32,7 +34,8 @@ def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:
         extra = {"links_in_error": _links_in_error(store)} if verbose else {}
         rejected = store.rejected(_present)  # not those of files fixed or deleted since
         return {
-            "state": str(path),
+            "state": place_shown(path),
+            "lock": holder(path),  # who is publishing now (None: nobody)
             **store.counts(),
             "rejected": len(rejected),
             "rejected_digests": [
@@ -154,6 +157,9 @@ def _source(src: SourceState, config: Config, since: datetime | None) -> dict[st
 def render_text(report: dict[str, Any]) -> str:
     lines = [
         f"state: {report['state']}",
+        f"lock: held by {report['lock']}"
+        if report["lock"]
+        else "lock: free (no run is publishing)",
         f"digests: {report['digests']} ingested, {report['rejected']} rejected",
         f"papers: {report['papers']}",
     ]

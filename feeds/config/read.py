@@ -318,10 +318,14 @@ def read_settings(path: Path | None, config_files: Iterable[Path] = ()) -> Setti
         else:
             values["public_url"] = bucket
     if "state" in m:
-        try:  # a URL (postgresql://) is an error, never a folder of that name
-            values["state"] = state_place(r.text(m["state"], "state"))
+        try:  # a file, or postgresql://; any other URL is an error, never a folder
+            state_file, state_url = state_place(r.text(m["state"], "state"))
         except ConfigError as e:
             raise r.fail(m["state"], e.message) from e
+        if state_url is None:
+            values["state"] = state_file
+        else:
+            values["state_url"] = state_url
     if "schedule" in m:
         sched = r.mapping(m["schedule"], ("every", "cron"), "schedule")
         if len(sched) != 1:

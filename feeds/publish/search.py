@@ -263,8 +263,8 @@ class Update:
                     shutil.rmtree(folder, ignore_errors=True)
         return self.result
 
-    def _run(self, exe: Path, version: str, state: Path, topics: Sequence[tuple[str, str, str]],
-             changed: set[str] | None) -> None:  # fmt: skip
+    def _run(self, exe: Path, version: str, state: Path | str,
+             topics: Sequence[tuple[str, str, str]], changed: set[str] | None) -> None:  # fmt: skip
         from feeds.state import Store
 
         try:

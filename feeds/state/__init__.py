@@ -12,7 +12,7 @@ and arXiv harvests.
 from __future__ import annotations
 
 from feeds.state._alerts import AlertsMixin
-from feeds.state._db import Batch
+from feeds.state._db import Batch, Place, place_shown
 from feeds.state._harvests import HarvestsMixin
 from feeds.state._inputs import InputsMixin
 from feeds.state._papers import PapersMixin
@@ -21,7 +21,10 @@ from feeds.state._schema import MEMBER_INDEXES, SCHEMA_VERSION
 
 # The records its queries return are in feeds.state.records, imported where they are made:
 # creating their classes would cost a run that has nothing to do.
-__all__ = ["MEMBER_INDEXES", "SCHEMA_VERSION", "Batch", "Store", "encode_hits", "parse_ts"]
+__all__ = [
+    "MEMBER_INDEXES", "SCHEMA_VERSION", "Batch", "Place", "Store", "encode_hits", "parse_ts",
+    "place_shown",
+]  # fmt: skip
 
 
 class Store(PapersMixin, InputsMixin, AlertsMixin, HarvestsMixin):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from feeds.state._db import StoreBase
+from feeds.state._db import StoreBase, upsert
 from feeds.state._rows import hits_from, opt_dt, opt_ts, parse_ts, ts
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class AlertsMixin(StoreBase):
         what entered its topics before is not sent (no flood of history). `refresh`: how it
         is shown is `shown` from now on (a stand-in, when its URL cannot be read, is not)."""
         self.db.execute(
-            "INSERT OR IGNORE INTO alerts (key, shown, watermark) VALUES (?, ?, ?)",
+            "INSERT INTO alerts (key, shown, watermark) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             (key, shown, ts(now)),
         )
         if refresh:
@@ -44,7 +44,7 @@ class AlertsMixin(StoreBase):
 
     def put_alert(self, r: AlertRecord) -> None:
         self.db.execute(
-            f"INSERT OR REPLACE INTO alerts ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            upsert("alerts", *_COLUMNS.split(", ")),
             (r.key, r.shown, ts(r.watermark), opt_ts(r.last_sent), r.failures,
              opt_ts(r.next_try), r.error),
         )  # fmt: skip

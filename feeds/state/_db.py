@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Self
+from typing import Self, cast
 
 from feeds.errors import StateError
 from feeds.state._rows import parse_ts
@@ -23,21 +23,53 @@ def chunks(ids: Sequence[str]) -> Iterator[tuple[Sequence[str], str]]:
         yield chunk, f"({','.join('?' * len(chunk))})"
 
 
+# Where a state is: a SQLite file, or a PostgreSQL URL (postgresql://user@host:port/db).
+Place = Path | str
+
+
+def upsert(table: str, *columns: str, key: int = 1) -> str:
+    """Return the statement that writes a whole row of `table` (its first `key` columns
+    are its primary key), replacing the row of the same key: SQLite's INSERT OR REPLACE,
+    in the words SQLite and PostgreSQL share."""
+    marks = ", ".join("?" * len(columns))
+    update = ", ".join(f"{c} = excluded.{c}" for c in columns[key:])
+    return (
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
+        f" ON CONFLICT ({', '.join(columns[:key])}) DO UPDATE SET {update}"
+    )
+
+
+def place_shown(place: Place) -> str:
+    """Return where a state is as output shows it (a URL without its password)."""
+    if isinstance(place, Path):
+        return str(place)
+    from feeds.state._pg import shown as shown_url
+
+    return shown_url(place)
+
+
 class StoreBase:
     """A connection to the state database; one writer at a time (see feeds.state.lock)."""
 
-    path: Path
+    path: Place
     db: sqlite3.Connection
+    postgres: bool
     _files: dict[str | bytes, tuple[int, int]] | None
     _into: str
 
     def __init__(
-        self, path: Path, now: datetime, progress: Callable[[str], None] = lambda _m: None
+        self, path: Place, now: datetime, progress: Callable[[str], None] = lambda _m: None
     ) -> None:
         """Open (or create) the state; `progress` hears of a long upgrade of an old one."""
         self.path = path
         self._files: dict[str | bytes, tuple[int, int]] | None = None  # see known_file
         self._into = "members"  # where add_members inserts (see bulk_members)
+        self.postgres = isinstance(path, str)
+        if isinstance(path, str):
+            self.db = _postgres(path)
+            with self.transaction():
+                create_or_migrate(self.db, place_shown(path), now, progress, postgres=True)
+            return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
@@ -49,17 +81,21 @@ class StoreBase:
             # than 2 MB and would be read from disk again and again.
             self.db.execute("PRAGMA cache_size=-65536")
             with self.transaction():
-                create_or_migrate(self.db, path, now, progress)
+                create_or_migrate(self.db, str(path), now, progress, postgres=False)
         except sqlite3.DatabaseError as e:
             raise StateError(f"cannot open the state database: {e}", file=str(path)) from e
 
     @classmethod
-    def reader(cls, path: Path) -> Self:
+    def reader(cls, path: Place) -> Self:
         """Open an existing state to read only: a helper process reads what its parent
         wrote (and, in WAL mode, does not stop it writing)."""
         store = cls.__new__(cls)
         store.path = path
         store._files = None
+        store.postgres = isinstance(path, str)
+        if isinstance(path, str):
+            store.db = _postgres(path, read_only=True)
+            return store
         try:
             store.db = sqlite3.connect(
                 f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=30
@@ -89,9 +125,7 @@ class StoreBase:
                 raise
             self.db.execute("RELEASE nested")
             return
-        # BEGIN IMMEDIATE takes the write lock up front: a read that later upgrades to a
-        # write in WAL mode would otherwise fail at once with "database is locked".
-        self.db.execute("BEGIN IMMEDIATE")
+        self.db.execute(self._begin)
         try:
             yield
         except BaseException:
@@ -109,35 +143,49 @@ class StoreBase:
         all over the indexes keyed by paper id, and twenty digests change many of the same
         ones. Ingesting 100,000 papers took ~30% less in commits of 10,000 papers than
         digest by digest."""
-        batch = Batch(self.db, size)
-        self.db.execute("BEGIN IMMEDIATE")
+        batch = Batch(self.db, size, self._begin)
+        self.db.execute(self._begin)
         try:
             yield batch
         finally:
             if self.db.in_transaction:  # not if a failure (a full disk) rolled it back
                 self.db.execute("COMMIT")
 
+    @property
+    def _begin(self) -> str:
+        # SQLite: BEGIN IMMEDIATE takes the write lock up front; a read that later upgrades
+        # to a write in WAL mode would otherwise fail at once with "database is locked".
+        # PostgreSQL locks rows as they are written (and one run writes: feeds.state.lock).
+        return "BEGIN" if self.postgres else "BEGIN IMMEDIATE"
+
     def meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
     def set_meta(self, key: str, value: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        self.db.execute(upsert("meta", "key", "value"), (key, value))
 
     def created(self) -> datetime:
         return parse_ts(self.meta("created") or "1970-01-01T00:00:00+00:00")
 
 
+def _postgres(url: str, *, read_only: bool = False) -> sqlite3.Connection:
+    """Connect to a PostgreSQL state; typed as the SQLite connection whose API it has."""
+    from feeds.state._pg import PgConnection
+
+    return cast(sqlite3.Connection, PgConnection(url, read_only=read_only))
+
+
 class Batch:
     """The transaction of StoreBase.batched, committed as its weight grows."""
 
-    def __init__(self, db: sqlite3.Connection, size: int) -> None:
-        self._db, self._size, self._weight = db, size, 0
+    def __init__(self, db: sqlite3.Connection, size: int, begin: str) -> None:
+        self._db, self._size, self._weight, self._begin = db, size, 0, begin
 
     def done(self, weight: int) -> None:
         """Count a finished transaction's weight (say, its papers); commit if it is time."""
         self._weight += weight
         if self._weight >= self._size:
             self._db.execute("COMMIT")
-            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute(self._begin)
             self._weight = 0

@@ -36,6 +36,7 @@ class DirtyMixin(StoreBase):
         self.db.execute("UPDATE topics SET looks = ? WHERE topic_id = ?", (looks, topic_id))
         self.touch("topic", topic_id)
         self.db.execute(  # its papers' pages name the topic
-            "INSERT OR IGNORE INTO dirty SELECT 'paper', paper_id FROM members WHERE topic_id = ?",
+            "INSERT INTO dirty SELECT 'paper', paper_id FROM members WHERE topic_id = ?"
+            " ON CONFLICT DO NOTHING",
             (topic_id,),
         )

@@ -3,7 +3,7 @@ its text), and which arXiv papers are known."""
 
 from __future__ import annotations
 
-from feeds.state._db import StoreBase
+from feeds.state._db import StoreBase, upsert
 
 
 class HarvestsMixin(StoreBase):
@@ -14,7 +14,7 @@ class HarvestsMixin(StoreBase):
         return None if row is None else str(row[0])
 
     def put_harvest_cursor(self, category: str, cursor: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO harvests VALUES (?, ?)", (category, cursor))
+        self.db.execute(upsert("harvests", "category", "cursor"), (category, cursor))
 
     def has_arxiv_paper(self, arxiv_id: str) -> bool:
         """Return True when a paper with this arXiv id is stored (harvested, or found by a

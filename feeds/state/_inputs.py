@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from feeds.state._db import StoreBase
+from feeds.state._db import StoreBase, upsert
 from feeds.state._rows import opt_dt, opt_ts, parse_ts, ts
 
 if TYPE_CHECKING:
@@ -17,16 +17,35 @@ if TYPE_CHECKING:
     from feeds.state.records import LastRun, Rejected
 
 
-def _file_key(path: str) -> str | bytes:
+# PostgreSQL's text holds UTF-8 only: there a file name that is not UTF-8 is kept as this
+# mark (which no path of an inbox begins with) and its bytes in hex.
+_PG_BYTES = "\x01bytes:"
+
+
+def _file_key(path: str, postgres: bool) -> str | bytes:
     """Return how the files table knows a path: as text, or, for a name that is not UTF-8
-    (lone surrogates, see os.fsdecode), as its bytes: a blob, which equals no text."""
+    (lone surrogates, see os.fsdecode), as its bytes: a blob, which equals no text (on
+    PostgreSQL, _PG_BYTES and the hex of the bytes)."""
     if path.isascii():
         return path
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:
-        return os.fsencode(path)
+        return _PG_BYTES + os.fsencode(path).hex() if postgres else os.fsencode(path)
     return path
+
+
+def _file_path(key: str | bytes) -> str | bytes:
+    """Return the path (text, or the bytes of a name that is not UTF-8) a file key keeps."""
+    if isinstance(key, str) and key.startswith(_PG_BYTES):
+        return bytes.fromhex(key[len(_PG_BYTES) :])
+    return key
+
+
+def _name(name: str) -> str:
+    """Return a name as the state's text can hold it: a name that is not UTF-8 with its
+    undecodable bytes written `\\udcXX` (for PostgreSQL; SQLite keeps any string)."""
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class InputsMixin(StoreBase):
@@ -50,12 +69,14 @@ class InputsMixin(StoreBase):
     ) -> None:
         self.db.execute(
             "INSERT INTO digests VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (digest_hash, name, ts(now), status, reason, venue, papers),
-        )
+            (digest_hash, _name(name) if self.postgres else name, ts(now), status, reason,
+             venue, papers),
+        )  # fmt: skip
         self.db.executemany(
             "INSERT INTO diagnostics VALUES (?, ?, ?, ?)",
-            [(digest_hash, d.file, d.line, d.message) for d in diagnostics],
-        )
+            [(digest_hash, _name(d.file) if self.postgres else d.file, d.line, d.message)
+             for d in diagnostics],
+        )  # fmt: skip
 
     def rejected(self, exists: Callable[[str | bytes], bool] | None = None) -> list[Rejected]:
         """Return the rejected digests that still stand, newest first.
@@ -77,7 +98,7 @@ class InputsMixin(StoreBase):
             "SELECT path, hash FROM files WHERE hash IN"
             " (SELECT hash FROM digests WHERE status = 'rejected')"
         ):
-            holders.setdefault(str(h), []).append(path)
+            holders.setdefault(str(h), []).append(_file_path(path))
         out = []
         for name, seen, reason, h in rows:
             paths = holders.get(str(h))
@@ -100,18 +121,19 @@ class InputsMixin(StoreBase):
         if self._files is None:  # one query for a whole inbox, not one per file
             rows = self.db.execute("SELECT path, size, mtime_ns FROM files")
             self._files = {p: (int(n), int(t)) for p, n, t in rows}
-        return self._files.get(_file_key(path)) == (size, mtime_ns)
+        return self._files.get(_file_key(path, self.postgres)) == (size, mtime_ns)
 
     def file_digest(self, path: str) -> str | None:
         """Return the hash of the content this file had when it was last read, or None."""
-        row = self.db.execute("SELECT hash FROM files WHERE path = ?", (_file_key(path),))
+        key = _file_key(path, self.postgres)
+        row = self.db.execute("SELECT hash FROM files WHERE path = ?", (key,))
         found = row.fetchone()
         return None if found is None else str(found[0])
 
     def put_file(self, path: str, size: int, mtime_ns: int, digest_hash: str) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
-            (_file_key(path), size, mtime_ns, digest_hash),
+            upsert("files", "path", "size", "mtime_ns", "hash"),
+            (_file_key(path, self.postgres), size, mtime_ns, digest_hash),
         )
 
     def source(self, url: str) -> SourceState:
@@ -131,7 +153,8 @@ class InputsMixin(StoreBase):
 
     def put_source(self, s: SourceState) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            upsert("sources", "url", "etag", "last_modified", "last_ok", "last_change", "failures",
+                   "next_try", "error"),
             (s.url, s.etag, s.last_modified, opt_ts(s.last_ok), opt_ts(s.last_change),
              s.failures, opt_ts(s.next_try), s.error),
         )  # fmt: skip
@@ -141,8 +164,8 @@ class InputsMixin(StoreBase):
         return [self.source(str(r[0])) for r in rows]
 
     def start_run(self, now: datetime) -> int:
-        cur = self.db.execute("INSERT INTO runs (started) VALUES (?)", (ts(now),))
-        return int(cur.lastrowid or 0)
+        cur = self.db.execute("INSERT INTO runs (started) VALUES (?) RETURNING id", (ts(now),))
+        return int(cur.fetchone()[0])
 
     def finish_run(self, run_id: int, now: datetime, summary: dict[str, Any]) -> None:
         self.db.execute(

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from feeds.state._db import chunks
+from feeds.state._db import chunks, upsert
 from feeds.state._dirty import DirtyMixin
 from feeds.state._rows import opt_ts, parse_ts, ts
 
@@ -39,8 +39,8 @@ class LinksMixin(DirtyMixin):
         added = 0
         for link in links:
             cur = self.db.execute(
-                "INSERT OR IGNORE INTO links (paper_id, url, kind, source, position)"
-                " VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO links (paper_id, url, kind, source, position)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (paper_id, link.url, link.kind, link.source, start + added),
             )
             added += cur.rowcount
@@ -51,8 +51,9 @@ class LinksMixin(DirtyMixin):
     def due_urls(self, now: datetime) -> list[str]:
         """Return the URLs never checked or due again, never-checked first."""
         rows = self.db.execute(
-            "SELECT DISTINCT l.url, c.due FROM links l LEFT JOIN url_checks c ON c.url = l.url"
-            " WHERE c.due IS NULL OR c.due <= ? ORDER BY c.due IS NOT NULL, c.due, l.url",
+            "SELECT url FROM (SELECT DISTINCT l.url, c.due FROM links l"
+            " LEFT JOIN url_checks c ON c.url = l.url WHERE c.due IS NULL OR c.due <= ?) AS d"
+            " ORDER BY due IS NOT NULL, due, url",
             (ts(now),),
         )
         return [str(r[0]) for r in rows]
@@ -75,7 +76,8 @@ class LinksMixin(DirtyMixin):
             "SELECT status, final_url, note FROM url_checks WHERE url = ?", (c.url,)
         ).fetchone()
         self.db.execute(
-            "INSERT OR REPLACE INTO url_checks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            upsert("url_checks", "url", "status", "http_status", "final_url", "note", "checked",
+                   "due", "failures", "dns_failing_since"),
             (c.url, c.status, c.http_status, c.final_url, c.note, ts(c.checked), ts(c.due),
              c.failures, opt_ts(c.dns_failing_since)),
         )  # fmt: skip
@@ -133,13 +135,13 @@ class LinksMixin(DirtyMixin):
         note: str | None = None,
     ) -> None:  # fmt: skip
         self.db.execute(
-            "INSERT OR REPLACE INTO lookups VALUES (?, ?, ?, ?, ?, ?)",
+            upsert("lookups", "paper_id", "source", "checked", "due", "found", "note", key=2),
             (paper_id, source, ts(now), ts(due) if due else None, int(found), note),
         )
 
     def lookup_counts(self) -> dict[str, int]:
         rows = self.db.execute(
-            "SELECT source || ' ' || CASE WHEN found THEN 'found' WHEN note IS NOT NULL"
+            "SELECT source || ' ' || CASE WHEN found = 1 THEN 'found' WHEN note IS NOT NULL"
             " THEN 'failed' ELSE 'not found' END,"
             " count(*) FROM lookups GROUP BY 1 ORDER BY 1"
         )

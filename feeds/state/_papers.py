@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from feeds.state.records import PaperPage, SeqRange, Stored
 
 _INSERT_PAPER = (
-    "INSERT INTO papers (paper_id, title, title_zh, authors, institutions, summary, comments,"
-    " journal_ref, venue, abstract, categories, arxiv_id, first_seen, changed)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO papers (seq, paper_id, title, title_zh, authors, institutions, summary,"
+    " comments, journal_ref, venue, abstract, categories, arxiv_id, first_seen, changed)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -62,12 +62,15 @@ class PapersMixin(LinksMixin, MembersMixin):
                 known.add(paper.paper_id)  # a second time in this digest: merged, later
                 new.append(paper)
         self.db.executemany(
-            "INSERT OR IGNORE INTO sightings VALUES (?, ?, ?)",
+            "INSERT INTO sightings VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             [(paper.paper_id, digest_hash, line) for line, paper in papers],
         )
         if new:
-            when = ts(now)
-            self.db.executemany(_INSERT_PAPER, [(*paper_row(p), when, when) for p in new])
+            # Seqs given here, the next ones after the last (one writer at a time): the
+            # arrival order without gaps, on either engine (see seqs_of).
+            when, last = ts(now), self.paper_count()
+            added = [(last + i, *paper_row(p), when, when) for i, p in enumerate(new, 1)]
+            self.db.executemany(_INSERT_PAPER, added)
             # Their pages and the `all` feed; a new paper is in no topic yet (see _touch_paper).
             self.db.executemany(TOUCH, [("paper", p.paper_id) for p in new])
             self.touch("topic", "all")
@@ -122,7 +125,7 @@ class PapersMixin(LinksMixin, MembersMixin):
         self.db.execute(
             "UPDATE papers SET title = ?, title_zh = ?, authors = ?, institutions = ?,"
             " summary = ?, comments = ?, journal_ref = ?, venue = ?, abstract = ?,"
-            " categories = ?, arxiv_id = ?, changed = ?, unmatched = 1"
+            " categories = ?, arxiv_id = ?, changed = ?, unmatched = TRUE"
             " WHERE paper_id = ?",
             (*paper_row(merged)[1:], ts(now), paper.paper_id),
         )
@@ -185,7 +188,7 @@ class PapersMixin(LinksMixin, MembersMixin):
         )
 
     def mark_matched(self) -> None:
-        self.db.execute("UPDATE papers SET unmatched = 0 WHERE unmatched")
+        self.db.execute("UPDATE papers SET unmatched = FALSE WHERE unmatched")
 
     def paper_count(self) -> int:
         # Papers are never removed and seq is AUTOINCREMENT (a rolled-back insert gives its
@@ -205,7 +208,7 @@ class PapersMixin(LinksMixin, MembersMixin):
         which = "WHERE unmatched" if unmatched_only else ""
         rows = self.db.execute(
             "SELECT seq, n FROM (SELECT seq, row_number() OVER (ORDER BY seq) - 1 AS n,"
-            f" count(*) OVER () AS total FROM papers {which})"
+            f" count(*) OVER () AS total FROM papers {which}) AS r"
             " WHERE n % ? = 0 OR n = total - 1",
             (size,),
         ).fetchall()

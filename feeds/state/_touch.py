@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-TOUCH = "INSERT OR IGNORE INTO dirty VALUES (?, ?)"
+TOUCH = "INSERT INTO dirty VALUES (?, ?) ON CONFLICT DO NOTHING"
 DIRTY_KINDS = ("paper", "topic", "dropped", "archive")
 
 

@@ -1,4 +1,7 @@
-"""One publisher at a time: an OS file lock next to the state, released if the process dies."""
+"""One publisher at a time, released if the process dies: an OS file lock next to a SQLite
+state; a session-level advisory lock of a PostgreSQL state (watchers on several machines
+take turns; the lock ends with the session, so with a process that dies or a machine that
+is cut off, once the server sees the connection gone)."""
 
 from __future__ import annotations
 
@@ -7,14 +10,34 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from feeds.errors import StateError
 
+if TYPE_CHECKING:
+    from feeds.state._pg import PgConnection
+
+# paperfeeds' lock in a PostgreSQL database: an arbitrary pair of keys (advisory locks are
+# per database; the schema's own is (2081, 2), see feeds.state._schema).
+_KEYS = (2081, 1)
+_HOLDER = (
+    "SELECT a.application_name, a.client_addr::text, a.backend_start FROM pg_locks l"
+    " JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted"
+    " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    " AND l.classid = ? AND l.objid = ? AND l.objsubid = 2"
+)
+
 
 @contextmanager
-def exclusive(state: Path, wait: float = 30.0) -> Iterator[None]:
-    """Hold the lock of a state database; wait up to `wait` seconds, then say who holds it."""
+def exclusive(state: Path | str, wait: float = 30.0) -> Iterator[None]:
+    """Hold the lock of a state (a SQLite file, or a PostgreSQL URL); wait up to `wait`
+    seconds, then say who holds it."""
+    if isinstance(state, str):
+        with _advisory(state, wait):
+            yield
+        return
     path = state.with_name(state.name + ".lock")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -43,3 +66,66 @@ def exclusive(state: Path, wait: float = 30.0) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+@contextmanager
+def _advisory(url: str, wait: float) -> Iterator[None]:
+    """Hold paperfeeds' advisory lock in a PostgreSQL state, on a connection of its own
+    (named for this machine and process: see feeds.state._pg.APPLICATION)."""
+    from feeds.state._pg import PgConnection, shown
+
+    conn = PgConnection(url)
+    try:
+        deadline = time.monotonic() + wait
+        while not _took(conn):
+            if time.monotonic() >= deadline:
+                raise StateError(
+                    f"another paperfeeds process ({_said(conn) or 'gone meanwhile'}) is"
+                    f" publishing with this state; waited {wait:.0f}s. Try again when it"
+                    " has finished",
+                    file=shown(url),
+                )
+            time.sleep(0.2)
+        yield
+    finally:
+        conn.close()  # the session ends: its lock is released
+
+
+def holder(state: Path | str) -> str | None:
+    """Return who holds the lock of a state now ("paperfeeds on HOST (pid N) from ADDRESS
+    since ..."), or None when nobody does."""
+    if isinstance(state, str):
+        from feeds.state._pg import PgConnection
+
+        conn = PgConnection(state)
+        try:
+            return _said(conn)
+        finally:
+            conn.close()
+    path = state.with_name(state.name + ".lock")
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None  # never locked
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return None
+    except BlockingIOError:
+        pid = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+        return f"paperfeeds (pid {pid}) on this machine"
+    finally:
+        os.close(fd)
+
+
+def _took(conn: PgConnection) -> bool:
+    row = conn.execute("SELECT pg_try_advisory_lock(?, ?)", _KEYS).fetchone()
+    return bool(row and row[0])
+
+
+def _said(conn: PgConnection) -> str | None:
+    row = conn.execute(_HOLDER, _KEYS).fetchone()
+    if row is None:
+        return None
+    name, address, since = row
+    where = f" from {address}" if address else ""
+    return f"{name or 'a session'}{where}, since {since.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"

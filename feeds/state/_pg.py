@@ -1,0 +1,105 @@
+"""The state on PostgreSQL (`state: postgresql://user@host:port/db`), through psycopg 3.
+
+The store speaks to SQLite's connection API (execute, executemany, in_transaction); this
+is that API on a PostgreSQL connection, so that one set of queries serves both. The
+queries are written in the SQL both engines share (ON CONFLICT upserts, TRUE/FALSE,
+RETURNING); the one difference left is the placeholder, SQLite's `?` for psycopg's `%s`,
+which is swapped here (our queries hold no `?` and no `%` inside string literals).
+
+Transactions are the store's own (BEGIN, SAVEPOINT, COMMIT as statements), as with
+sqlite3's `isolation_level=None`: the connection is in autocommit mode outside them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from feeds.errors import StateError
+
+if TYPE_CHECKING:
+    import psycopg
+
+# What a PostgreSQL state's session shows in pg_stat_activity (and `feeds status` tells of
+# the lock's holder): the machine and the process.
+APPLICATION = "paperfeeds on {host} (pid {pid})"
+
+
+def shown(url: str) -> str:
+    """Return the URL without its password, as output shows it."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}" if user else netloc))
+
+
+@lru_cache(maxsize=512)
+def _sql(query: str) -> str:
+    """Return a query with psycopg's placeholders: `%` doubled (a literal for psycopg),
+    then each `?` as `%s`."""
+    return query.replace("%", "%%").replace("?", "%s")
+
+
+class PgConnection:
+    """A psycopg connection behind the part of sqlite3.Connection the store uses."""
+
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
+        try:
+            import psycopg
+        except ImportError as e:  # pragma: no cover - a dependency; a broken install
+            raise StateError(f"a PostgreSQL state needs psycopg: {e}", file=shown(url)) from e
+        self._errors: type[Exception] = psycopg.Error
+        name = APPLICATION.format(host=socket.gethostname(), pid=os.getpid())
+        try:
+            self._conn: psycopg.Connection[Any] = psycopg.connect(
+                url, autocommit=True, application_name=name[:63], connect_timeout=30
+            )
+            if read_only:
+                self._conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        except psycopg.Error as e:
+            raise StateError(f"cannot open the state database: {_said(e)}", file=shown(url)) from e
+
+    def execute(self, query: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        cursor = self._conn.cursor()
+        try:
+            cursor.execute(_sql(query), params)
+        except self._errors as e:
+            raise _state_error(e) from e
+        return cursor
+
+    def executemany(self, query: str, rows: Iterable[Sequence[Any]]) -> psycopg.Cursor[Any]:
+        cursor = self._conn.cursor()
+        rows = list(rows)
+        if rows:  # psycopg refuses none; sqlite3 does nothing
+            try:
+                cursor.executemany(_sql(query), rows)
+            except self._errors as e:
+                raise _state_error(e) from e
+        return cursor
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return self._conn.info.transaction_status != TransactionStatus.IDLE
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class DatabaseError(StateError):
+    """PostgreSQL refused a statement, or the connection was lost."""
+
+
+def _said(e: Exception) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _state_error(e: Exception) -> DatabaseError:
+    return DatabaseError(f"the state database: {_said(e)}")
