@@ -28,6 +28,7 @@ from feeds.errors import ConfigError
 from feeds.publish.bucket import SEARCH_INDEX, content_type, plan, tier
 from feeds.settings import mirror_dir, public_place
 from tests.conftest import DATA, Workspace, make_workspace, pagefind_env
+from tests.test_browser import _results, browser  # noqa: F401 (browser: a fixture)
 
 KEY, SECRET = "paperfeeds-test", "paperfeeds-test-secret"
 BUCKET = "site"
@@ -380,3 +381,29 @@ def test_serve_refuses_a_bucket(seaweed: Seaweed, tmp_path: Path) -> None:
                           check=False)  # fmt: skip
     assert done.returncode == 2
     assert "s3://site/x" in done.stderr
+
+
+@pytest.mark.browser
+def test_search_works_from_the_bucket_in_a_browser(
+    seaweed: Seaweed,
+    site: tuple[Workspace, str],
+    browser: Any,  # noqa: F811 (the fixture imported above)
+) -> None:
+    """search.html, its index and Pagefind's files read from the bucket by Chromium, as a
+    visitor of a site published there: a Chinese query finds MineDraft, and its result
+    leads to the paper's page in the bucket."""
+    _ws, prefix = site
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(seaweed.url(prefix, "search.html") + "?q=推测解码")
+        found = _results(page)
+        assert any("MineDraft" in title for title in found[:3]), found
+        page.locator("#results li > a", has_text="MineDraft").first.click()
+        page.wait_for_load_state()
+        assert page.url.startswith(seaweed.url(prefix, "papers/"))
+        assert "MineDraft" in page.locator("h1").inner_text()
+    finally:
+        page.close()
+    assert not errors, errors

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import feedparser
@@ -211,3 +212,18 @@ def test_settings_take_a_postgresql_state(postgres: PostgresServer, tmp_path: Pa
     assert done.returncode == 0, done.stderr
     assert _papers(url) == 60
     assert not ws.state.exists()  # no SQLite file was made beside it
+
+
+def test_the_lock_and_its_holder_on_either_engine(state_place: Path | str) -> None:
+    Store(state_place, datetime.now(UTC)).close()
+    assert holder(state_place) is None
+    with exclusive(state_place):
+        said = holder(state_place)
+        assert said is not None
+        assert f"(pid {os.getpid()})" in said
+        with (
+            pytest.raises(StateError, match="another paperfeeds process"),
+            exclusive(state_place, wait=0.3),
+        ):
+            pass
+    assert holder(state_place) is None
