@@ -246,3 +246,29 @@ def test_a_digests_papers_stored_at_once_are_stored_as_one_by_one(
     at_once, one_by_one = state(True), state(False)
     assert at_once == one_by_one
     assert at_once[0] == {"new": 3, "changed": 2, "same": 2}
+
+
+def test_big_batches_store_the_same_as_small_ones(state_place: Path | str) -> None:
+    """Thousands of rows at once (PostgreSQL takes them through COPY): papers in arrival
+    order, memberships counted as really inserted (some already there), diagnostics in
+    their order."""
+    from feeds.model import Diagnostic
+
+    papers = [_paper(f"Paper {n}") for n in range(1500)]
+    store = Store(state_place, NOW)
+    hits = encode_hits((Hit("paper", "title"),))
+    diagnostics = [Diagnostic("inbox/d1.txt", 3000 - n, f"problem {n}") for n in range(1200)]
+    with store.transaction():
+        store.add_digest("d1", "inbox/d1.txt", NOW, status="ok", diagnostics=diagnostics)
+        stored = store.put_papers([(n + 1, p) for n, p in enumerate(papers)], "d1", NOW)
+        assert stored.counts == {"new": 1500, "changed": 0, "same": 0}
+        store.add_members([("t1", p.paper_id, n + 1, hits) for n, p in enumerate(papers[:10])], NOW)
+        rows = [(f"t{n % 2 + 1}", p.paper_id, n + 1, hits) for n, p in enumerate(papers)]
+        store.add_members(rows, NOW)  # five of t1's ten are in it again: not counted twice
+    assert [p.title for p in store.papers()] == [p.title for p in papers]
+    assert store.seqs_of([papers[0].paper_id, papers[-1].paper_id]) == {
+        papers[0].paper_id: 1, papers[-1].paper_id: 1500,
+    }  # fmt: skip
+    assert store.member_counts() == {"t1": 755, "t2": 750}
+    assert [d.message for d in store.diagnostics()] == [d.message for d in diagnostics]
+    store.close()

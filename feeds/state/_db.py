@@ -8,19 +8,20 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Self, cast
+from typing import Any, Self, cast
 
 from feeds.errors import StateError
 from feeds.state._rows import parse_ts
 from feeds.state._schema import create_or_migrate
 
 
-def chunks(ids: Sequence[str]) -> Iterator[tuple[Sequence[str], str]]:
-    """Yield the ids 500 at a time, each chunk with the `(?,?,...)` of its IN clause (SQLite's
-    limit on parameters is generous; one query a chunk, not one an id)."""
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        yield chunk, f"({','.join('?' * len(chunk))})"
+def in_list(ids: Sequence[str], postgres: bool) -> tuple[str, Sequence[Any]]:
+    """Return the right side of an IN clause for these ids, and its parameters: `(?,?,...)`
+    and the ids; on PostgreSQL, the ids as one array (a query of one shape whatever their
+    number, parsed and planned once: 500 placeholders cost ~3 ms a query to prepare)."""
+    if postgres:
+        return "(SELECT unnest(?::text[]))", (list(ids),)
+    return f"({','.join('?' * len(ids))})", ids
 
 
 # Where a state is: a SQLite file, or a PostgreSQL URL (postgresql://user@host:port/db).
@@ -157,6 +158,13 @@ class StoreBase:
         # to a write in WAL mode would otherwise fail at once with "database is locked".
         # PostgreSQL locks rows as they are written (and one run writes: feeds.state.lock).
         return "BEGIN" if self.postgres else "BEGIN IMMEDIATE"
+
+    def chunks(self, ids: Sequence[str]) -> Iterator[tuple[Sequence[Any], str]]:
+        """Yield the ids 500 at a time: each chunk's parameters, and the right side of its
+        IN clause (see in_list; one query a chunk, not one an id)."""
+        for start in range(0, len(ids), 500):
+            sql, params = in_list(ids[start : start + 500], self.postgres)
+            yield params, sql
 
     def meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

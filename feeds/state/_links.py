@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from feeds.state._db import chunks, upsert
+from feeds.state._db import upsert
 from feeds.state._dirty import DirtyMixin
 from feeds.state._rows import opt_ts, parse_ts, ts
 
@@ -104,7 +104,7 @@ class LinksMixin(DirtyMixin):
 
         ids = list(paper_ids)
         found: dict[str, list[Link]] = {pid: [] for pid in ids}
-        for chunk, among in chunks(ids):
+        for chunk, among in self.chunks(ids):
             rows = self.db.execute(
                 "SELECT l.paper_id, l.url, l.kind, l.source, coalesce(c.status, 'unchecked'),"
                 " c.final_url, c.http_status, c.note FROM links l"

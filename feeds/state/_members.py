@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from feeds.state._db import chunks
 from feeds.state._dirty import DirtyMixin
 from feeds.state._rows import PAPER_COLS, hits_from, paper_from, parse_ts, ts
 from feeds.state._schema import MEMBER_INDEXES
@@ -165,7 +164,7 @@ class MembersMixin(DirtyMixin):
         """Return the topics of these papers: {topic id: those of the papers in it}."""
         ids = list(paper_ids)
         found: dict[str, set[str]] = {}
-        for chunk, among in chunks(ids):
+        for chunk, among in self.chunks(ids):
             rows = self.db.execute(
                 f"SELECT topic_id, paper_id FROM members WHERE paper_id IN {among}", chunk
             )
@@ -225,7 +224,7 @@ class MembersMixin(DirtyMixin):
     def member_rows(self, topic_id: str, paper_ids: Sequence[str]) -> dict[str, ListRow]:
         """Return the reading-list rows of some of a topic's papers, by paper id."""
         found: dict[str, ListRow] = {}
-        for chunk, among in chunks(paper_ids):
+        for chunk, among in self.chunks(paper_ids):
             rows = self.db.execute(
                 ROWS_SQL + f" WHERE m.topic_id = ? AND m.paper_id IN {among}", (topic_id, *chunk)
             )
@@ -277,7 +276,7 @@ class MembersMixin(DirtyMixin):
         from feeds.state.records import MemberItem
 
         found = {}
-        for chunk, among in chunks(paper_ids):
+        for chunk, among in self.chunks(paper_ids):
             rows = self.db.execute(
                 ITEMS_SQL + f" WHERE m.topic_id = ? AND m.paper_id IN {among}", (topic_id, *chunk)
             )

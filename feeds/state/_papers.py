@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from feeds.state._db import chunks
+from feeds.state._db import in_list
 from feeds.state._links import LinksMixin
 from feeds.state._members import MembersMixin
 from feeds.state._rows import PAPER_COLS, hits_from, paper_from, paper_row, parse_ts, ts
@@ -48,7 +48,7 @@ class PapersMixin(LinksMixin, MembersMixin):
         counts = {"new": 0, "changed": 0, "same": 0}
         ids = [paper.paper_id for _line, paper in papers]
         known: set[str] = set()
-        for chunk, among in chunks(ids):
+        for chunk, among in self.chunks(ids):
             rows = self.db.execute(f"SELECT paper_id FROM papers WHERE paper_id IN {among}", chunk)
             known.update(pid for (pid,) in rows)
         reread = self._reread(ids, replaces, digest_hash) if replaces else {}
@@ -91,7 +91,7 @@ class PapersMixin(LinksMixin, MembersMixin):
         """Return, for the papers of `ids` that the replaced reading held, whether no other
         digest holds them; that reading gives way to this one."""
         held: dict[str, bool] = {}
-        for chunk, among in chunks(ids):
+        for chunk, among in self.chunks(ids):
             rows = self.db.execute(
                 f"SELECT s.paper_id, NOT EXISTS (SELECT 1 FROM sightings o"
                 f" WHERE o.paper_id = s.paper_id AND o.digest NOT IN (?, ?))"
@@ -243,20 +243,22 @@ class PapersMixin(LinksMixin, MembersMixin):
         else:
             batches = (
                 self.db.execute(
-                    f"SELECT {cols} FROM papers WHERE paper_id IN ({','.join('?' * len(ids))})"
-                    " ORDER BY paper_id",
-                    ids,
+                    f"SELECT {cols} FROM papers WHERE paper_id IN {sql} ORDER BY paper_id", params
                 ).fetchall()
-                for ids in (paper_ids[i : i + chunk] for i in range(0, len(paper_ids), chunk))
+                for sql, params in (
+                    in_list(paper_ids[i : i + chunk], self.postgres)
+                    for i in range(0, len(paper_ids), chunk)
+                )
             )
         for rows in batches:
             ids = [row[0] for row in rows]
             links = self.links_of(ids)
             topics: dict[str, list[tuple[str, tuple[Hit, ...]]]] = {pid: [] for pid in ids}
+            sql, params = in_list(ids, self.postgres)
             members = self.db.execute(
                 "SELECT paper_id, topic_id, matched FROM members"
-                f" WHERE paper_id IN ({','.join('?' * len(ids))}) ORDER BY paper_id, topic_id",
-                ids,
+                f" WHERE paper_id IN {sql} ORDER BY paper_id, topic_id",
+                params,
             )
             for pid, topic_id, matched in members:
                 topics[pid].append((topic_id, hits_from(matched)))
@@ -272,7 +274,7 @@ class PapersMixin(LinksMixin, MembersMixin):
         search index sharded by it."""
         ids = list(paper_ids)
         found: dict[str, int] = {}
-        for chunk, among in chunks(ids):
+        for chunk, among in self.chunks(ids):
             rows = self.db.execute(
                 f"SELECT paper_id, seq FROM papers WHERE paper_id IN {among}", chunk
             )
@@ -287,7 +289,7 @@ class PapersMixin(LinksMixin, MembersMixin):
         (millions), and a whole Paper (every list decoded) costs several times more."""
         ids = list(paper_ids)
         found: dict[str, tuple[str, str | None, str | None]] = {}
-        for chunk, among in chunks(ids):
+        for chunk, among in self.chunks(ids):
             rows = self.db.execute(
                 "SELECT paper_id, authors, summary, abstract FROM papers"
                 f" WHERE paper_id IN {among}",

@@ -13,6 +13,7 @@ sqlite3's `isolation_level=None`: the connection is in autocommit mode outside t
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -37,6 +38,15 @@ def shown(url: str) -> str:
     netloc = parts.netloc.rpartition("@")[2]
     user = parts.username or ""
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}" if user else netloc))
+
+
+# executemany of this many rows or more of a plain INSERT (or one that ignores conflicts)
+# goes through COPY: 200,000 memberships of a first build took 3.8 s as prepared
+# statements in a pipeline, one a row.
+COPY_FROM = 1000
+_INSERT = re.compile(
+    r"INSERT INTO (\w+)(?: \(([\w, ]+)\))? VALUES \((\?(?:, \?)*)\)( ON CONFLICT DO NOTHING)?"
+)
 
 
 @lru_cache(maxsize=512)
@@ -76,12 +86,36 @@ class PgConnection:
     def executemany(self, query: str, rows: Iterable[Sequence[Any]]) -> psycopg.Cursor[Any]:
         cursor = self._conn.cursor()
         rows = list(rows)
-        if rows:  # psycopg refuses none; sqlite3 does nothing
-            try:
+        insert = _INSERT.fullmatch(query) if len(rows) >= COPY_FROM else None
+        try:
+            if insert is not None:
+                self._copy(cursor, insert, rows)
+            elif rows:  # psycopg refuses none; sqlite3 does nothing
                 cursor.executemany(_sql(query), rows)
-            except self._errors as e:
-                raise _state_error(e) from e
+        except self._errors as e:
+            raise _state_error(e) from e
         return cursor
+
+    def _copy(self, cursor: psycopg.Cursor[Any], insert: re.Match[str], rows: list[Any]) -> None:
+        """Insert many rows through COPY: into a temporary table of the target's columns,
+        then all at once into the target (where ON CONFLICT DO NOTHING applies, and the
+        cursor's rowcount is the rows inserted, as executemany's)."""
+        table, columns, marks, conflict = insert.groups()
+        if columns is None:  # the first columns, as many as the values
+            cursor.execute(f"SELECT * FROM {table} LIMIT 0")
+            assert cursor.description is not None
+            columns = ", ".join(c.name for c in cursor.description[: marks.count("?")])
+        cursor.execute("DROP TABLE IF EXISTS pg_temp.paperfeeds_copy")
+        cursor.execute(
+            f"CREATE TEMP TABLE paperfeeds_copy AS SELECT {columns} FROM {table} LIMIT 0"
+        )
+        with cursor.copy(f"COPY paperfeeds_copy ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM paperfeeds_copy{conflict or ''}"
+        )
+        self._conn.execute("DROP TABLE paperfeeds_copy")  # on another cursor: the rowcount stays
 
     @property
     def in_transaction(self) -> bool:
