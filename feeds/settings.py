@@ -162,7 +162,7 @@ def places_problem(s: Settings, config_files: Iterable[Path]) -> tuple[tuple[str
     """Return the settings at fault (first the one to point at) and what is wrong with where
     public/ is, or None when it is apart from the state, the inputs and the config."""
     public = s.public_dir.resolve()
-    if s.state.resolve().is_relative_to(public):
+    if s.state_url is None and s.state.resolve().is_relative_to(public):
         return ("state", "public_dir"), (
             f"the state ({s.state}) must not be inside public/ ({s.public_dir})"
         )

@@ -227,3 +227,84 @@ def test_the_lock_and_its_holder_on_either_engine(state_place: Path | str) -> No
         ):
             pass
     assert holder(state_place) is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://paperfeeds@127.0.0.1:{port}/db?password=hunter2secret",
+        "postgresql://paperfeeds:hunter2secret%zz@127.0.0.1:{port}/db",
+        "postgresql://paperfeeds:hunter2secret@[::1:{port}/db",
+    ],
+)
+def test_no_password_is_shown_however_the_url_is_written(tmp_path: Path, url: str) -> None:
+    """In a parameter, in a URL that libpq cannot read (its message repeats the value), in
+    one that Python cannot split: the commands say what is wrong without the secret."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = url.format(port=s.getsockname()[1])
+    ws = make_workspace(tmp_path)
+    for command in (["run", *_args(ws, url)], ["status", *_status_args(ws, url)]):
+        done = run_feeds(ws.root, *command)
+        assert done.returncode != 0
+        assert "Traceback" not in done.stderr
+        assert "hunter2" not in done.stdout + done.stderr, done.stderr
+        assert "state" in done.stderr
+
+
+def test_the_holder_is_said_to_a_role_that_cannot_see_its_details(
+    postgres: PostgresServer,
+) -> None:
+    """A role without pg_read_all_stats sees no address or start time of another role's
+    session: the lock's holder is said without them."""
+    import psycopg
+
+    url = postgres.new_database()
+    database = url.rpartition("/")[2]
+    with psycopg.connect(url, autocommit=True) as admin:
+        for role in ("alice", "bob"):
+            admin.execute(f"DROP ROLE IF EXISTS {role}")
+            admin.execute(f"CREATE ROLE {role} LOGIN")
+            admin.execute(f"GRANT CONNECT ON DATABASE {database} TO {role}")
+    as_role = {r: url.replace("paperfeeds@", f"{r}@") for r in ("alice", "bob")}
+    with exclusive(as_role["bob"]):
+        said = holder(as_role["alice"])
+        assert said is not None
+        assert "None" not in said
+        waiting = exclusive(as_role["alice"], wait=0.2)
+        with pytest.raises(StateError, match="another paperfeeds process"), waiting:
+            pass
+
+
+def test_long_reads_stream_through_server_side_cursors(postgres: PostgresServer) -> None:
+    """Every paper, a whole topic: read a batch at a time, and each cursor is closed when
+    its reading ends, whole or cut short."""
+    from feeds.model import Hit, Paper
+    from feeds.state import encode_hits
+    from feeds.text import paper_id
+
+    url = postgres.new_database()
+    store = Store(url, datetime.now(UTC))
+    papers = [Paper(paper_id(f"Paper {n}"), f"Paper {n}", authors=("A B",)) for n in range(3000)]
+    hits = encode_hits((Hit("paper", "title"),))
+    with store.transaction():
+        store.put_papers([(n + 1, p) for n, p in enumerate(papers)], "d1", datetime.now(UTC))
+        rows = [("t", p.paper_id, n + 1, hits) for n, p in enumerate(papers)]
+        store.add_members(rows, datetime.now(UTC))
+
+    def open_cursors() -> int:
+        return int(store.db.execute("SELECT count(*) FROM pg_cursors").fetchone()[0])
+
+    reading = store.papers()
+    first = next(reading)
+    assert first.title == "Paper 0"
+    assert open_cursors() == 1  # a server-side cursor, read 2,000 rows at a time
+    assert store.paper_count() == 3000  # other queries run meanwhile
+    reading.close()  # cut short
+    assert open_cursors() == 0
+    assert sum(1 for _ in store.papers()) == 3000
+    assert sum(len(rows) for _k, rows in store.topic_parts("t", 500, 6)) == 3000
+    assert len(list(store.topic_items("t"))) == 3000
+    assert len(list(store.paper_pages(seqs=(1, 3001)))) == 3000
+    assert open_cursors() == 0
+    store.close()

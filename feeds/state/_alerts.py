@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from feeds.state._db import StoreBase, upsert
+from feeds.state._db import StoreBase, in_list, upsert
 from feeds.state._rows import hits_from, opt_dt, opt_ts, parse_ts, ts
 
 if TYPE_CHECKING:
@@ -16,10 +16,11 @@ if TYPE_CHECKING:
 _COLUMNS = "key, shown, watermark, last_sent, failures, next_try, error"
 
 
-def _topics_clause(topic_ids: Sequence[str] | None) -> tuple[str, tuple[str, ...]]:
+def _topics_clause(topic_ids: Sequence[str] | None, postgres: bool) -> tuple[str, tuple[Any, ...]]:
     if topic_ids is None:
         return "", ()
-    return f" AND topic_id IN ({','.join('?' * len(topic_ids))})", tuple(topic_ids)
+    sql, params = in_list(topic_ids, postgres)  # none: `IN ()`, which PostgreSQL refuses
+    return f" AND topic_id IN {sql}", tuple(params)
 
 
 class AlertsMixin(StoreBase):
@@ -55,7 +56,7 @@ class AlertsMixin(StoreBase):
         """Return the memberships pending for a destination (entered after `after`, and up
         to `until`, a cycle's time, if given): per topic, and the papers in all (a paper
         new in two topics counts once)."""
-        where, args = _topics_clause(topic_ids)
+        where, args = _topics_clause(topic_ids, self.postgres)
         if until is not None:
             where = " AND entered <= ?" + where
             args = (ts(until), *args)

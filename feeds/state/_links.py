@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from feeds.state._db import upsert
+from feeds.state._db import in_list, upsert
 from feeds.state._dirty import DirtyMixin
 from feeds.state._rows import opt_ts, parse_ts, ts
 
@@ -23,10 +23,10 @@ class LinksMixin(DirtyMixin):
         Never removing any, unless `only`: then the paper's links found in digests are
         these alone (its digest was read again; the first reading may have cut a URL)."""
         if only:
-            urls = [link.url for link in links]
+            # None kept is `NOT IN ()`: SQLite takes it, PostgreSQL takes an empty array.
+            sql, urls = in_list([link.url for link in links], self.postgres)
             gone = self.db.execute(
-                f"DELETE FROM links WHERE paper_id = ? AND source = 'digest'"
-                f" AND url NOT IN ({','.join('?' * len(urls))})",
+                f"DELETE FROM links WHERE paper_id = ? AND source = 'digest' AND url NOT IN {sql}",
                 (paper_id, *urls),
             )
             if gone.rowcount:

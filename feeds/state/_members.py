@@ -4,7 +4,7 @@ hits), and the reading-list rows and feed items read from them."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -76,7 +76,10 @@ class MembersMixin(DirtyMixin):
         if self.db.execute("SELECT 1 FROM members LIMIT 1").fetchone() is not None:
             yield
             return
-        for name in MEMBER_INDEXES:
+        # On PostgreSQL the indexes stay: DROP INDEX would lock the table against every
+        # reader (`feeds status` on another machine) until the whole build commits.
+        keep_indexes = self.postgres
+        for name in () if keep_indexes else MEMBER_INDEXES:
             self.db.execute(f"DROP INDEX {name}")
         # The primary key's index too is larger than the cache from a few hundred thousand
         # papers on, and each batch of memberships lands all over it: they are gathered in
@@ -94,7 +97,7 @@ class MembersMixin(DirtyMixin):
             "INSERT INTO members SELECT * FROM members_bulk ORDER BY topic_id, paper_id"
         )
         self.db.execute("DROP TABLE members_bulk")
-        for sql in MEMBER_INDEXES.values():
+        for sql in () if keep_indexes else MEMBER_INDEXES.values():
             self.db.execute(sql)
 
     def members_of(self, topic_ids: set[str], unmatched_only: bool) -> set[tuple[str, str]]:
@@ -237,16 +240,13 @@ class MembersMixin(DirtyMixin):
         """Yield the first `parts` archive parts of a topic's reading list: (k, the rows at
         oldest-first positions (k-1)*size.., newest first), from one pass over the topic
         (an OFFSET per part would scan the topic again for each: quadratic in its size)."""
-        cursor = self.db.execute(
-            ROWS_SQL + " WHERE m.topic_id = ? ORDER BY m.entered, m.seq DESC",
-            (topic_id,),
-        )
-        for k in range(1, parts + 1):
-            rows = cursor.fetchmany(size)
-            if not rows:
-                break
-            yield k, _list_rows(rows)[::-1]
-        cursor.close()
+        sql = ROWS_SQL + " WHERE m.topic_id = ? ORDER BY m.entered, m.seq DESC"
+        with closing(self._stream(sql, (topic_id,))) as cursor:
+            for k in range(1, parts + 1):
+                rows = cursor.fetchmany(size)
+                if not rows:
+                    break
+                yield k, _list_rows(rows)[::-1]
 
     def topic_items(self, topic_id: str, limit: int | None = None) -> Iterator[MemberItem]:
         """Yield a topic's papers newest first (digest order among equals), with entry
@@ -258,8 +258,9 @@ class MembersMixin(DirtyMixin):
             args += (limit,)
         from feeds.state.records import MemberItem
 
-        for row in self.db.execute(sql, args):
-            yield MemberItem(paper_from(row[:-2]), parse_ts(row[-2]), hits_from(row[-1]))
+        with closing(self._stream(sql, args)) as rows:
+            for row in rows:
+                yield MemberItem(paper_from(row[:-2]), parse_ts(row[-2]), hits_from(row[-1]))
 
     def topic_heads(self, topic_id: str, limit: int) -> list[tuple[str, datetime]]:
         """Return (paper id, entry date) of a topic's newest `limit` papers, newest first:

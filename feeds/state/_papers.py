@@ -4,6 +4,7 @@ back in arrival order, by id, or as the pages that show them."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import closing
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -141,21 +142,22 @@ class PapersMixin(LinksMixin, MembersMixin):
     def paper_of_arxiv(self, arxiv_id: str) -> Paper | None:
         """Return the stored paper with this arXiv id (without version), if any."""
         row = self.db.execute(
-            f"SELECT {PAPER_COLS} FROM papers WHERE arxiv_id = ? LIMIT 1", (arxiv_id,)
+            f"SELECT {PAPER_COLS} FROM papers WHERE arxiv_id = ? ORDER BY seq LIMIT 1", (arxiv_id,)
         ).fetchone()
         return None if row is None else paper_from(row)
 
     def titles(self) -> Iterator[str]:
         """Yield every stored paper's English title (for suggestions)."""
-        for (title,) in self.db.execute("SELECT title FROM papers"):
-            yield str(title)
+        with closing(self._stream("SELECT title FROM papers ORDER BY seq")) as rows:
+            for (title,) in rows:
+                yield str(title)
 
     def papers(self, paper_ids: Iterable[str] | None = None) -> Iterator[Paper]:
         """Yield papers in arrival order: all of them, or those with the given ids."""
         if paper_ids is None:
-            rows = self.db.execute(f"SELECT {PAPER_COLS} FROM papers ORDER BY seq")
-            for row in rows:
-                yield paper_from(row)
+            with closing(self._stream(f"SELECT {PAPER_COLS} FROM papers ORDER BY seq")) as rows:
+                for row in rows:
+                    yield paper_from(row)
             return
         for pid in paper_ids:
             paper = self.paper(pid)
@@ -198,9 +200,10 @@ class PapersMixin(LinksMixin, MembersMixin):
     def all_items(self, limit: int | None = None) -> Iterator[tuple[Paper, datetime]]:
         """Yield every paper newest first, with when it was first seen."""
         sql = f"SELECT {PAPER_COLS}, first_seen FROM papers ORDER BY first_seen DESC, seq"
-        rows = self.db.execute(sql + " LIMIT ?", (limit,)) if limit else self.db.execute(sql)
-        for row in rows:
-            yield paper_from(row[:-1]), parse_ts(row[-1])
+        args: tuple[int, ...] = (limit,) if limit else ()
+        with closing(self._stream(sql + " LIMIT ?" if limit else sql, args)) as rows:
+            for row in rows:
+                yield paper_from(row[:-1]), parse_ts(row[-1])
 
     def seq_ranges(self, size: int, *, unmatched_only: bool = False) -> list[SeqRange]:
         """Split the papers (all, or those waiting to be matched), in arrival order, into
@@ -232,24 +235,26 @@ class PapersMixin(LinksMixin, MembersMixin):
         topics with hits; for the given papers, or those whose arrival order is in the
         range `seqs` [first, last) (in that order). Read a chunk at a time: three queries
         per chunk instead of four per paper."""
-        from feeds.state.records import PaperPage
-
         cols = PAPER_COLS + ", first_seen"
         if seqs is not None:
-            cursor = self.db.execute(
-                f"SELECT {cols} FROM papers WHERE seq >= ? AND seq < ? ORDER BY seq", seqs
+            query = f"SELECT {cols} FROM papers WHERE seq >= ? AND seq < ? ORDER BY seq"
+            with closing(self._stream(query, seqs)) as cursor:
+                yield from self._pages(iter(lambda: cursor.fetchmany(chunk), []))
+            return
+        yield from self._pages(
+            self.db.execute(
+                f"SELECT {cols} FROM papers WHERE paper_id IN {sql} ORDER BY paper_id", params
+            ).fetchall()
+            for sql, params in (
+                in_list(paper_ids[i : i + chunk], self.postgres)
+                for i in range(0, len(paper_ids), chunk)
             )
-            batches: Iterator[list[Any]] = iter(lambda: cursor.fetchmany(chunk), [])
-        else:
-            batches = (
-                self.db.execute(
-                    f"SELECT {cols} FROM papers WHERE paper_id IN {sql} ORDER BY paper_id", params
-                ).fetchall()
-                for sql, params in (
-                    in_list(paper_ids[i : i + chunk], self.postgres)
-                    for i in range(0, len(paper_ids), chunk)
-                )
-            )
+        )
+
+    def _pages(self, batches: Iterable[list[Any]]) -> Iterator[PaperPage]:
+        """Yield the pages of batches of paper rows (see paper_pages)."""
+        from feeds.state.records import PaperPage
+
         for rows in batches:
             ids = [row[0] for row in rows]
             links = self.links_of(ids)

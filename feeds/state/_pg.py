@@ -18,7 +18,7 @@ import socket
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from feeds.errors import StateError
 
@@ -30,14 +30,41 @@ if TYPE_CHECKING:
 APPLICATION = "paperfeeds on {host} (pid {pid})"
 
 
+_SECRET = re.compile(r"(?i)([?&](?:ssl)?password=)([^&#]*)")  # libpq's parameters
+
+
 def shown(url: str) -> str:
-    """Return the URL without its password, as output shows it."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}" if user else netloc))
+    """Return the URL as output shows it: without its password (in its user part, or a
+    `password=` or `sslpassword=` parameter). One that cannot be read (`[::1` with no
+    `]`) is shown as its scheme alone: what it holds is not known to be safe to show."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if parts.password is not None:
+            netloc = f"{parts.username or ''}:***@{netloc.rpartition('@')[2]}"
+        query = _SECRET.sub(r"\1***", "?" + parts.query)[1:] if parts.query else ""
+        return urlunsplit(parts._replace(netloc=netloc, query=query))
+    except ValueError:
+        return url.partition("://")[0] + "://…"
+
+
+def secrets(url: str) -> list[str]:
+    """Return what of a URL must not be shown: its passwords as written and decoded, and
+    the URL itself (libpq repeats parts of what it could not read in its messages)."""
+    found = [url]
+    userinfo = re.match(r"[^:/]+://([^@/?#]*)@", url)
+    if userinfo and ":" in userinfo.group(1):
+        found.append(userinfo.group(1).partition(":")[2])
+    found += [m.group(2) for m in _SECRET.finditer(url)]
+    found += [unquote(x) for x in found[1:]]
+    return sorted({x for x in found if x}, key=len, reverse=True)
+
+
+def redact(text: str, url: str) -> str:
+    """Return a message with every secret of the URL (see secrets) replaced."""
+    for secret in secrets(url):
+        text = text.replace(secret, shown(url) if secret == url else "***")
+    return text
 
 
 # executemany of this many rows or more of a plain INSERT (or one that ignores conflicts)
@@ -65,6 +92,8 @@ class PgConnection:
         except ImportError as e:  # pragma: no cover - a dependency; a broken install
             raise StateError(f"a PostgreSQL state needs psycopg: {e}", file=shown(url)) from e
         self._errors: type[Exception] = psycopg.Error
+        self._url = url
+        self._cursors = 0  # server-side cursors made (their names)
         name = APPLICATION.format(host=socket.gethostname(), pid=os.getpid())
         try:
             self._conn: psycopg.Connection[Any] = psycopg.connect(
@@ -73,14 +102,18 @@ class PgConnection:
             if read_only:
                 self._conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
         except psycopg.Error as e:
-            raise StateError(f"cannot open the state database: {_said(e)}", file=shown(url)) from e
+            said = redact(_said(e), url)
+            raise StateError(f"cannot open the state database: {said}", file=shown(url)) from None
 
     def execute(self, query: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
         cursor = self._conn.cursor()
         try:
-            cursor.execute(_sql(query), params)
+            try:
+                cursor.execute(_sql(query), params)
+            except UnicodeEncodeError:  # a lone surrogate (from a name not in UTF-8)
+                cursor.execute(_sql(query), [_utf8(p) for p in params])
         except self._errors as e:
-            raise _state_error(e) from e
+            raise _state_error(e, self._url) from None
         return cursor
 
     def executemany(self, query: str, rows: Iterable[Sequence[Any]]) -> psycopg.Cursor[Any]:
@@ -93,7 +126,7 @@ class PgConnection:
             elif rows:  # psycopg refuses none; sqlite3 does nothing
                 cursor.executemany(_sql(query), rows)
         except self._errors as e:
-            raise _state_error(e) from e
+            raise _state_error(e, self._url) from None
         return cursor
 
     def _copy(self, cursor: psycopg.Cursor[Any], insert: re.Match[str], rows: list[Any]) -> None:
@@ -117,6 +150,20 @@ class PgConnection:
         )
         self._conn.execute("DROP TABLE paperfeeds_copy")  # on another cursor: the rowcount stays
 
+    def stream(self, query: str, params: Sequence[Any] = ()) -> psycopg.ServerCursor[Any]:
+        """Run a query whose rows are read a batch at a time (a server-side cursor), not
+        all at once as execute's are: a whole topic, or every paper, does not fill this
+        process's memory. WITH HOLD: it may be read on after the transaction it began in
+        (or, outside one, after its own statement), while other queries run."""
+        self._cursors += 1
+        cursor = self._conn.cursor(f"paperfeeds_{self._cursors}", withhold=True)
+        cursor.itersize = 2000
+        try:
+            cursor.execute(_sql(query), params)
+        except self._errors as e:
+            raise _state_error(e, self._url) from None
+        return cursor
+
     @property
     def in_transaction(self) -> bool:
         from psycopg.pq import TransactionStatus
@@ -127,6 +174,14 @@ class PgConnection:
         self._conn.close()
 
 
+def _utf8(value: Any) -> Any:
+    """Return text as PostgreSQL's text can hold it: what is not UTF-8 written `\\udcXX`
+    (SQLite keeps any string; the statement was not sent, so it is sent again so)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
 class DatabaseError(StateError):
     """PostgreSQL refused a statement, or the connection was lost."""
 
@@ -135,5 +190,6 @@ def _said(e: Exception) -> str:
     return " ".join(str(e).split()) or type(e).__name__
 
 
-def _state_error(e: Exception) -> DatabaseError:
-    return DatabaseError(f"the state database: {_said(e)}")
+def _state_error(e: Exception, url: str) -> DatabaseError:
+    # Not chained (`from None`): a traceback printed of it would show the cause's text.
+    return DatabaseError(f"the state database: {redact(_said(e), url)}")

@@ -9,7 +9,7 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # per database; the schema's own is (2081, 2), see feeds.state._schema).
 _KEYS = (2081, 1)
 _HOLDER = (
-    "SELECT a.application_name, a.client_addr::text, a.backend_start FROM pg_locks l"
+    "SELECT a.application_name, host(a.client_addr), a.backend_start FROM pg_locks l"
     " JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted"
     " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     " AND l.classid = ? AND l.objid = ? AND l.objsubid = 2"
@@ -76,6 +76,10 @@ def _advisory(url: str, wait: float) -> Iterator[None]:
 
     conn = PgConnection(url)
     try:
+        # The lock lives as long as this idle session: a server's idle_session_timeout
+        # (PostgreSQL 14 on) would end it, and another machine would publish meanwhile.
+        with suppress(StateError):
+            conn.execute("SET idle_session_timeout = 0")
         deadline = time.monotonic() + wait
         while not _took(conn):
             if time.monotonic() >= deadline:
@@ -126,6 +130,9 @@ def _said(conn: PgConnection) -> str | None:
     row = conn.execute(_HOLDER, _KEYS).fetchone()
     if row is None:
         return None
+    # Another role's session shows no address or start to a role without the right to
+    # see them (pg_read_all_stats): said without them.
     name, address, since = row
     where = f" from {address}" if address else ""
-    return f"{name or 'a session'}{where}, since {since.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+    when = f", since {since.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if since else ""
+    return f"{name or 'a session of another database role'}{where}{when}"
