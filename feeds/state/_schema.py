@@ -143,7 +143,8 @@ _POSTGRES = (
 def postgres_schema() -> str:
     schema = SCHEMA
     for sqlite, postgres in _POSTGRES:
-        assert sqlite in schema, sqlite
+        if sqlite not in schema:  # the SQLite schema changed: say how to write it here
+            raise RuntimeError(f"the PostgreSQL schema's words for {sqlite!r} are not used")
         schema = schema.replace(sqlite, postgres)
     return schema
 
@@ -249,7 +250,9 @@ def _to_5(db: sqlite3.Connection, progress: Callable[[str], None]) -> None:
     )
 
 
-# The migration to each version from the one before it.
+# The migration to each version from the one before it. A PostgreSQL state is created at
+# version 5 or later: a migration to 6 and on runs on both engines, so it is written in the
+# SQL both share and with PostgreSQL's types where it adds columns (see _POSTGRES).
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection, Callable[[str], None]], None]] = {
     2: _to_2,
     3: _to_3,
