@@ -308,3 +308,13 @@ def test_long_reads_stream_through_server_side_cursors(postgres: PostgresServer)
     assert len(list(store.paper_pages(seqs=(1, 3001)))) == 3000
     assert open_cursors() == 0
     store.close()
+
+
+def test_a_host_that_does_not_resolve_is_said_in_words(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    url = "postgresql://paperfeeds:pw@db.example.invalid:5432/feeds"
+    done = run_feeds(ws.root, "run", *_args(ws, url))
+    assert done.returncode not in (0, 3), done.stderr
+    assert "failed to resolve host 'db.example.invalid'" in done.stderr
+    assert "Errno" not in done.stderr
+    assert "Traceback" not in done.stderr

@@ -187,7 +187,9 @@ class DatabaseError(StateError):
 
 
 def _said(e: Exception) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
+    """Return an error's message on one line, in words (without an `[Errno -2]`)."""
+    said = re.sub(r"\[Errno -?\d+\] ", "", " ".join(str(e).split()))
+    return said or type(e).__name__
 
 
 def _state_error(e: Exception, url: str) -> DatabaseError:
