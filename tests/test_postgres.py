@@ -117,7 +117,6 @@ def test_a_run_from_another_folder_sees_the_papers_of_the_first(
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["papers_new"] == 0
     assert len(list((other.public / "papers").glob("*.html"))) == 60
-    assert files_of(other.public)["feeds/icml-2026.json"]
     icml = json.loads((other.public / "feeds" / "icml-2026.json").read_text("utf-8"))
     assert len(icml["items"]) == 60  # every seed paper is an ICML 2026 one
     status = run_feeds(other.root, "status", "--json", *_status_args(other, url))

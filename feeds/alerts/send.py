@@ -9,7 +9,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from feeds.alerts.due import AlertState, after_delivery, is_due, say_wait
@@ -233,11 +232,11 @@ def send_pending(config: Config, *, now: Callable[[], datetime] = _utcnow,
     """Send every destination what is pending for it now, backoff or not (`feeds alerts
     --send-now`, after a server is fixed); return each destination's outcome (none before
     the first run: nothing is pending)."""
-    from feeds.state import Store
+    from feeds.state import Store, exists
     from feeds.state.lock import exclusive
 
     s = config.settings
-    if isinstance(s.database, Path) and not s.database.exists():
+    if not exists(s.database):
         return ()
     with exclusive(s.database, wait=lock_wait):
         store = Store(s.database, now())
@@ -254,14 +253,13 @@ def send_test_messages(config: Config, *, now: Callable[[], datetime] = _utcnow,
                        lock_wait: float = 30.0) -> list[tuple[str, Delivery]]:  # fmt: skip
     """Send each destination a test message; one it reached waits no more (its backoff is
     cleared: the next run sends what is pending). Return how each went."""
-    from feeds.state import Store
+    from feeds.state import Store, exists
     from feeds.state.lock import exclusive
 
     results = send_tests(config)
     reached = [dest for dest, _shown, delivery in results if delivery.ok]
     s = config.settings
-    new = isinstance(s.database, Path) and not s.database.exists()
-    if reached and not new:  # no state yet: no destination waits
+    if reached and exists(s.database):  # no state yet: no destination waits
         with exclusive(s.database, wait=lock_wait):
             store = Store(s.database, now())
             try:

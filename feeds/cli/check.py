@@ -28,7 +28,7 @@ def check(
     """Validate the config; show what each topic matches among the stored papers."""
     from feeds.config import warnings
     from feeds.match.report import explained, reported, topic_of
-    from feeds.state import Store
+    from feeds.state import Store, exists
 
     show = sys.stderr.isatty() and not quiet and not as_json
 
@@ -40,9 +40,8 @@ def check(
         config = load_config(subscriptions, settings, state=state)
         topic = None if explain is None else topic_of(config, explain)
         store = None
-        place = config.settings.database
-        if not isinstance(place, Path) or place.exists():
-            store = Store(place, datetime.now(UTC))
+        if exists(config.settings.database):
+            store = Store(config.settings.database, datetime.now(UTC))
         try:  # the papers are streamed: a long history does not fill memory
             stored = store.papers() if store else ()
             if topic is not None and topic.criteria.like and store is not None:

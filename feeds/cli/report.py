@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -15,7 +14,7 @@ from feeds.model import SourceState
 from feeds.settings import AlertDestination, Config
 from feeds.sources.inbox import shown
 from feeds.sources.remote import failing_since, stale_reason
-from feeds.state import Store, place_shown
+from feeds.state import Store, exists, place_shown
 from feeds.state.lock import holder
 from feeds.words import count
 
@@ -25,7 +24,7 @@ def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:
 
     `verbose`: also every link in error, with its host and the checker's own note."""
     path = config.settings.database
-    if isinstance(path, Path) and not path.exists():
+    if not exists(path):
         raise StateError("no state yet: run `feeds run` first", file=str(path))
     store = Store(path, datetime.now(UTC))
     try:

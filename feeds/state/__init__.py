@@ -12,7 +12,7 @@ and arXiv harvests.
 from __future__ import annotations
 
 from feeds.state._alerts import AlertsMixin
-from feeds.state._db import Batch, Place, place_shown
+from feeds.state._db import Batch, Place, exists, place_shown
 from feeds.state._harvests import HarvestsMixin
 from feeds.state._inputs import InputsMixin
 from feeds.state._papers import PapersMixin
@@ -22,8 +22,8 @@ from feeds.state._schema import MEMBER_INDEXES, SCHEMA_VERSION
 # The records its queries return are in feeds.state.records, imported where they are made:
 # creating their classes would cost a run that has nothing to do.
 __all__ = [
-    "MEMBER_INDEXES", "SCHEMA_VERSION", "Batch", "Place", "Store", "encode_hits", "parse_ts",
-    "place_shown",
+    "MEMBER_INDEXES", "SCHEMA_VERSION", "Batch", "Place", "Store", "encode_hits", "exists",
+    "parse_ts", "place_shown",
 ]  # fmt: skip
 
 

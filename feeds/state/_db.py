@@ -40,6 +40,12 @@ def upsert(table: str, *columns: str, key: int = 1) -> str:
     )
 
 
+def exists(place: Place) -> bool:
+    """Return True when there is a state to read: a SQLite file that exists, or any
+    PostgreSQL URL (its database is asked when opened; its tables are made then)."""
+    return not isinstance(place, Path) or place.exists()
+
+
 def place_shown(place: Place) -> str:
     """Return where a state is as output shows it (a URL without its password)."""
     if isinstance(place, Path):

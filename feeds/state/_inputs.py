@@ -69,9 +69,10 @@ class InputsMixin(StoreBase):
     ) -> None:
         self.db.execute(
             "INSERT INTO digests VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (digest_hash, _name(name) if self.postgres else name, ts(now), status, reason,
-             venue, papers),
-        )  # fmt: skip
+            (digest_hash, name, ts(now), status, reason, venue, papers),
+        )
+        # A name that is not UTF-8 made PostgreSQL-safe here: execute() does it alone (see
+        # PgConnection.execute), but many rows at once cannot be sent again.
         self.db.executemany(
             "INSERT INTO diagnostics VALUES (?, ?, ?, ?)",
             [(digest_hash, _name(d.file) if self.postgres else d.file, d.line, d.message)

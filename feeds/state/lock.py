@@ -84,7 +84,7 @@ def _advisory(url: str, wait: float) -> Iterator[None]:
         while not _took(conn):
             if time.monotonic() >= deadline:
                 raise StateError(
-                    f"another paperfeeds process ({_said(conn) or 'gone meanwhile'}) is"
+                    f"another paperfeeds process ({_holder_of(conn) or 'gone meanwhile'}) is"
                     f" publishing with this state; waited {wait:.0f}s. Try again when it"
                     " has finished",
                     file=shown(url),
@@ -103,7 +103,7 @@ def holder(state: Path | str) -> str | None:
 
         conn = PgConnection(state)
         try:
-            return _said(conn)
+            return _holder_of(conn)
         finally:
             conn.close()
     path = state.with_name(state.name + ".lock")
@@ -126,7 +126,7 @@ def _took(conn: PgConnection) -> bool:
     return bool(row and row[0])
 
 
-def _said(conn: PgConnection) -> str | None:
+def _holder_of(conn: PgConnection) -> str | None:
     row = conn.execute(_HOLDER, _KEYS).fetchone()
     if row is None:
         return None
