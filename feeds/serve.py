@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from feeds.publish.formats import FEED_FORMATS
+from feeds.publish.formats import ALL_FORMATS
 
 TYPES = (  # besides the feeds' own (see guess_type)
     (".opml", "text/x-opml; charset=utf-8"),
@@ -71,10 +71,10 @@ class Handler(SimpleHTTPRequestHandler):
 
     def guess_type(self, path: str | os.PathLike[str]) -> str:
         name = str(path)
-        if os.path.basename(os.path.dirname(name)) == "feeds":  # search's index.json is none
-            for f in FEED_FORMATS:
-                if name.endswith("." + f.suffix):
-                    return f"{f.media_type}; charset=utf-8"
+        folder = os.path.basename(os.path.dirname(name))  # search's index.json is no feed
+        for f in ALL_FORMATS:
+            if folder == f.folder and name.endswith("." + f.suffix):
+                return f"{f.media_type}; charset=utf-8"
         if name.endswith(".json"):
             return "application/json"
         for suffix, ctype in TYPES:

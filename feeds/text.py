@@ -1,4 +1,6 @@
-"""Small pure text helpers shared by parsing, matching and rendering."""
+"""Small pure text helpers shared by parsing, matching and rendering, and the identifiers
+that name a paper outside paperfeeds (arXiv ids, DOIs), found in text and URLs and written
+one way: shared by the citations we publish, the libraries we read and `like:`."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import hashlib
 import re
 import unicodedata
 import uuid
+from urllib.parse import unquote
 
 # XML 1.0 forbids C0 controls other than tab/newline/CR, lone surrogates and U+FFFE/U+FFFF;
 # C1 controls are allowed but feed validators flag them and no digest means them.
@@ -176,3 +179,70 @@ def paper_id(title: str) -> str:
     sixteen hex digits."""
     h = _title_sha1(title)
     return h[:12] + "5" + h[13:16]  # the version's nibble is the 13th digit
+
+
+# --- Identifiers ---
+
+# arXiv registers a DOI for every paper: 10.48550/arXiv.<id>.
+ARXIV_DOI_PREFIX = "10.48550/arxiv."
+
+# `2601.00001`, `2601.00001v2`, `arXiv:2601.00001`, and the old `cond-mat/0603029` (before
+# April 2007: the archive, sometimes its subject class, and seven digits).
+_ARXIV_ID = r"(\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?"
+_ARXIV_TEXT = re.compile(rf"(?:arxiv:\s*)?{_ARXIV_ID}", re.IGNORECASE)
+_ARXIV_URL = re.compile(rf"https?://(?:www\.|export\.)?arxiv\.org/(?:abs|pdf)/{_ARXIV_ID}")
+# A DOI as Crossref recommends matching it (10.prefix/suffix), up to white space; the
+# punctuation that ends a sentence is not part of it.
+_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+)")
+_DOI_URL = re.compile(r"https?://(?:dx\.)?doi\.org/(10\.\d{4,9}/.+)", re.IGNORECASE)
+_DOI_TRAILING = ".,;:)]}>'\""
+
+
+def arxiv_id(text: str) -> str | None:
+    """Return the arXiv id (without version) that `text` is, whole: `2601.00001v2`,
+    `arXiv:2601.00001`, `cond-mat/0603029`; or the one an arXiv DOI names; else None."""
+    text = text.strip()
+    if m := _ARXIV_TEXT.fullmatch(text):
+        return m.group(1)
+    doi = normalize_doi(text)
+    if doi and doi.startswith(ARXIV_DOI_PREFIX):
+        m = _ARXIV_TEXT.fullmatch(doi[len(ARXIV_DOI_PREFIX) :])
+        return m.group(1) if m else None
+    return None
+
+
+def arxiv_id_of_url(url: str) -> str | None:
+    """Return the arXiv id of an arXiv abstract or PDF URL, else None."""
+    m = _ARXIV_URL.match(url)
+    return m.group(1) if m else None
+
+
+def normalize_doi(text: str) -> str | None:
+    """Return the DOI that `text` is (bare, `doi:`-prefixed or as a doi.org URL), in lower
+    case (DOIs are case-insensitive); None when it is not one."""
+    text = text.strip()
+    if m := _DOI_URL.fullmatch(text):
+        text = unquote(m.group(1))
+    elif text[:4].lower() == "doi:":
+        text = text[4:].strip()
+    m = _DOI.fullmatch(text)
+    return m.group(1).rstrip(_DOI_TRAILING).lower() if m else None
+
+
+def doi_in(text: str | None) -> str | None:
+    """Return the first DOI written in free text (a journal ref, comments), lower case."""
+    if not text or "10." not in text:
+        return None
+    m = _DOI.search(text)
+    return m.group(1).rstrip(_DOI_TRAILING).lower() if m else None
+
+
+def doi_of_url(url: str) -> str | None:
+    """Return the DOI a doi.org URL resolves, else None."""
+    m = _DOI_URL.fullmatch(url.strip())
+    return normalize_doi(m.group(1)) if m else None
+
+
+def arxiv_doi(arxiv: str) -> str:
+    """Return the DOI arXiv registered for a paper: 10.48550/arXiv.<id>."""
+    return f"10.48550/arXiv.{arxiv}"

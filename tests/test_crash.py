@@ -11,7 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+import bibtexparser
 import pytest
+import rispy
 from lxml import etree
 
 from tests.conftest import ROOT, Workspace, make_workspace, run_feeds, slow_feeds
@@ -57,6 +59,13 @@ def assert_all_whole(public: Path) -> None:
             json.loads(data)
         elif rel.endswith(".html"):
             assert data.rstrip().endswith(b"</html>"), f"{rel} is cut short"
+        elif rel.endswith(".bib"):  # every entry read back, none cut short
+            library = bibtexparser.parse_string(data.decode())
+            assert not library.failed_blocks, rel
+            starts = sum(1 for line in data.splitlines() if line.startswith(b"@"))
+            assert len(library.entries) == starts, rel
+        elif rel.endswith(".ris"):
+            assert len(rispy.loads(data.decode())) == data.count(b"TY  - "), rel
         else:
             pytest.fail(f"unexpected file in public/: {rel}")
     for name in leftovers(public):  # a temp file is never taken for a feed or a page

@@ -79,7 +79,7 @@ def test_a_new_digest_rewrites_only_the_feeds_of_topics_that_gained_items(projec
     assert len(new_pages) == 2
     assert all(name.startswith("papers/") for name in new_pages)
     feeds = {f"feeds/{t}.{x}" for t in [*gained, "all"] for x in ("rss.xml", "atom.xml", "json")}
-    pages = {f"topics/{t}.html" for t in [*gained, "all"]}  # and the all-papers list
+    pages = {f"topics/{t}.{x}" for t in [*gained, "all"] for x in ("html", "bib", "ris")}
     assert _rewritten(before, after) == feeds | pages | new_pages | {"index.html"}
     assert summary.files.written == len(feeds | pages | new_pages | {"index.html"})
 

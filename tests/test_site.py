@@ -115,9 +115,10 @@ def test_public_holds_every_page_and_feed(site, public):
     topic_ids = [t.id for t in site[1].topics]
     files = _files(public)
     assert {"index.html", "feeds.opml"} <= files
-    # Every topic's reading list, and the list of every paper (60: one page).
+    # Every topic's reading list, and the list of every paper (60: one page), each also
+    # for a reference manager.
     assert {f for f in files if f.startswith("topics/")} == {
-        f"topics/{t}.html" for t in [*topic_ids, "all"]
+        f"topics/{t}.{x}" for t in [*topic_ids, "all"] for x in ("html", "bib", "ris")
     }
     assert "search.html" in files
     assert {f for f in files if f.startswith("feeds/")} == {
@@ -153,7 +154,8 @@ SCRIPTS = {"index.html": 1, "search.html": 1}
 def _scripts_expected(where: str) -> int:
     if where in SCRIPTS:
         return SCRIPTS[where]
-    return 1 if re.fullmatch(r"topics/[^/]+\.html", where) else 0
+    # A topic's front page copies feed addresses; a paper's page copies its BibTeX.
+    return 1 if re.fullmatch(r"(topics|papers)/[^/]+\.html", where) else 0
 
 
 def test_pages_are_usable_on_a_phone_and_run_only_our_scripts(public):

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from feeds.publish.formats import FEED_FORMATS
+from feeds.publish.formats import ALL_FORMATS
 
 if TYPE_CHECKING:
     from feeds.publish.s3 import Bucket
@@ -66,10 +66,9 @@ _TYPES = (  # besides the feeds' own, which formats.py names
 
 def content_type(key: str) -> str:
     """Return the Content-Type of a published file, by its key (as `feeds serve` sends)."""
-    if key.startswith("feeds/"):
-        for f in FEED_FORMATS:
-            if key.endswith("." + f.suffix):
-                return f"{f.media_type}; charset=utf-8"
+    for f in ALL_FORMATS:
+        if key.startswith(f.folder + "/") and key.endswith("." + f.suffix):
+            return f"{f.media_type}; charset=utf-8"
     for suffix, ctype in _TYPES:
         if key.endswith(suffix):
             return ctype

@@ -17,7 +17,7 @@ from markupsafe import Markup, escape
 from feeds.match.hits import matched_text
 from feeds.model import Hit, Item, Link, Paper
 from feeds.publish.content import blurb, content_html, esc
-from feeds.publish.formats import DISCOVERY, FEED_FORMATS
+from feeds.publish.formats import DISCOVERY, FEED_FORMATS, LIST_FORMATS
 from feeds.publish.paths import ALL
 from feeds.publish.view import (
     FeedView,
@@ -78,7 +78,7 @@ def _env() -> jinja2.Environment:
     )
     env.globals.update(
         feed_path=feed_path, paper_path=paper_path, topic_path=topic_path,
-        feed_formats=FEED_FORMATS, discovery=DISCOVERY,
+        feed_formats=FEED_FORMATS, discovery=DISCOVERY, list_formats=LIST_FORMATS,
         links_by_kind=links_by_kind,
     )  # fmt: skip
     env.filters["matched"] = matched_text
@@ -88,6 +88,7 @@ def _env() -> jinja2.Environment:
     return env
 
 
+@cache
 def _asset(name: str) -> Markup:
     return Markup((ASSETS_DIR / name).read_text("utf-8").strip())
 
@@ -272,14 +273,19 @@ def _matched_html(hits: tuple[Hit, ...]) -> str:
 
 
 @lru_cache(maxsize=8)
-def _frame(site: Site, root: str) -> tuple[str, str, str]:
+def _frame(site: Site, root: str) -> tuple[str, str, str, str]:
     # A page's frame (base.html) rendered once per site, around markers split out after:
     # the pages that are rendered by the million fill it in Python. The markers are control
     # characters, which config text never holds (removed at load, see configfile).
-    html = _env().get_template("frame.html").render(site=site, root=root, title="\x00", main="\x01")
-    head, rest = html.split("\x00")
-    middle, tail = rest.split("\x01")
-    return head, middle, tail
+    html = (
+        _env()
+        .get_template("frame.html")
+        .render(site=site, root=root, title="\x00", head="\x02", main="\x01")
+    )
+    before_title, rest = html.split("\x00")
+    before_head, rest = rest.split("\x02")
+    before_main, tail = rest.split("\x01")
+    return before_title, before_head, before_main, tail
 
 
 def _about(view: PaperView) -> str:
@@ -296,9 +302,13 @@ def _about(view: PaperView) -> str:
 
 
 def render_paper(site: Site, view: PaperView) -> bytes:
-    """Return a paper's page (papers/<id>.html)."""
+    """Return a paper's page (papers/<id>.html), with its citation for reference managers:
+    the Highwire tags in its head and its BibTeX entry to copy."""
+    from feeds.publish import cite
+
     p = view.paper
-    head, middle, tail = _frame(site, "../")
+    start, middle, before_main, tail = _frame(site, "../")
+    c = cite.citation(p, view.links, view.first_seen, site.url(paper_path(p.paper_id)))
     main = f"<article>\n<h1>{esc(p.title)}</h1>\n{content_html(p, view.links)}\n"
     if not any(link.kind == "code" for link in view.links):
         searches = look_elsewhere(p.title)
@@ -313,6 +323,26 @@ def render_paper(site: Site, view: PaperView) -> bytes:
                 main += f" — matched: {_matched_html(hits)}"
             main += "</li>\n"
         main += "</ul>"
+    main += _cite_html(cite.bibtex_entry(c, cite.base_key(c)), view.topics)
     main += "</article>\n"
     title = esc(f"{p.title} · {site.title}")
-    return f"{head}{title}{middle}{main}{tail}".encode()
+    return f"{start}{title}{middle}{cite.meta_tags(c)}{before_main}{main}{tail}".encode()
+
+
+def _cite_html(bibtex: str, topics: Sequence[tuple[str, str, tuple[Hit, ...]]]) -> str:
+    """Return a paper page's "Cite" section: its BibTeX entry with a copy button, and how
+    to take it (or its topics' reading lists) into a reference manager."""
+    lists = ", ".join(
+        f'<a href="../{esc(feed_path(tid, "bibtex"))}">{esc(title)}</a>'
+        for tid, title, _h in topics
+    )
+    also = f" Every paper of a topic: {lists} (BibTeX)." if lists else ""
+    return (
+        '<section class="cite" aria-labelledby="cite-h">\n<h2 id="cite-h">Cite</h2>\n'
+        f'<pre id="bibtex">{esc(bibtex)}</pre>\n'
+        '<p><button type="button" class="copy" data-copy="bibtex" data-what="the BibTeX entry"'
+        " hidden>Copy BibTeX</button> Zotero's browser connector saves this page as a paper;"
+        f" a reference manager also imports the entry above.{also}</p>\n"
+        '<p class="copied" role="status" aria-live="polite"></p>\n'
+        f"<script>{_asset('copy.js')}</script>\n</section>\n"
+    )

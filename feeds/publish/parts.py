@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +19,7 @@ from feeds.state import Store
 
 if TYPE_CHECKING:
     from feeds.model import Hit, Paper
+    from feeds.publish.cite import Citation
     from feeds.publish.view import FeedView, PaperView, Site
     from feeds.publish.write import Writer
     from feeds.state.records import ListRow
@@ -39,6 +40,16 @@ class Plan:
     counts: dict[str, int]  # members by topic
     titles: dict[str, str]  # of the current topics, by id: paper pages list them
     page_size: int  # of a topic's reading list (the all-papers list has its own)
+    # Each paper's citation and its BibTeX and RIS entries, made once per publish in each
+    # process, whichever topics list the paper (filled as parts render; sent empty).
+    cited: dict[str, Cited] = field(default_factory=dict, compare=False, repr=False)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "cited": {}}  # the helper makes its own
+
+
+# A paper's citation, with its BibTeX and RIS entries under its base key.
+Cited = tuple["Citation", str, str]
 
 
 @dataclass(frozen=True)
@@ -172,10 +183,40 @@ def _topic(plan: Plan, store: Store, out: Writer, light: FeedView) -> int:
     for fmt, path in paths.items():
         reuse = {k: v for k, v in blocks[fmt].items() if k not in changed}
         out.write(path, render.render(plan.site, view, fmt, reuse))
+    _citation_lists(plan, store, view, out)
     every = plan.full or view.id in plan.dirty["archive"]
     if view.id == ALL:
         return _all_papers(plan, store, view, every, out)
     return _reading_list(plan, store, view, every, out)
+
+
+def _citation_lists(plan: Plan, store: Store, view: FeedView, out: Writer) -> None:
+    """Write a topic's reading list as BibTeX and RIS: every paper, newest first, with
+    citation keys unique in the file.
+
+    A paper's entries are made once per publish (see Plan.cited): a paper is in many
+    topics, and the cost should follow the papers, not their memberships."""
+    from feeds.publish import cite
+    from feeds.publish.view import feed_path, paper_path
+
+    ids = store.all_ids() if view.id == ALL else store.topic_ids(view.id, view.count)
+    todo = [pid for pid in ids if pid not in plan.cited]
+    if todo:
+        links = store.links_of(todo)
+        for paper, seen in store.papers_seen(todo):
+            pid = paper.paper_id
+            c = cite.citation(paper, links[pid], seen, plan.site.url(paper_path(pid)))
+            key = cite.base_key(c)
+            plan.cited[pid] = (c, cite.bibtex_entry(c, key), cite.ris_entry(c, key))
+    entries = [plan.cited[pid] for pid in ids if pid in plan.cited]
+    bib, ris = [], []
+    for (c, bib_entry, ris_entry), key in zip(entries, cite.keys([e[0] for e in entries]),
+                                              strict=True):  # fmt: skip
+        plain = key == cite.base_key(c)  # nearly always: a suffix only where keys collide
+        bib.append(bib_entry if plain else cite.bibtex_entry(c, key))
+        ris.append(ris_entry if plain else cite.ris_entry(c, key))
+    out.write(plan.public / feed_path(view.id, "bibtex"), "\n".join(bib).encode())
+    out.write(plan.public / feed_path(view.id, "ris"), "\n".join(ris).encode())
 
 
 def _blocks(path: Path, fmt: str) -> dict[str, bytes]:

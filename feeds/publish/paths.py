@@ -3,10 +3,11 @@ also by a run that has nothing to render (it checks that these files are still t
 
 from __future__ import annotations
 
-from feeds.publish.formats import BY_NAME, FEED_FORMATS
+from feeds.publish.formats import BY_NAME, FEED_FORMATS, LIST_FORMATS
 
 ALL = "all"  # the feed of every paper; its reading list is topics/all.html
 FORMATS = tuple(f.name for f in FEED_FORMATS)  # every feed is written in each
+LISTS = tuple(f.name for f in LIST_FORMATS)  # and every reading list
 # The all-papers reading list is paged by this many papers, whatever `site.page_size` says
 # (that setting is a topic's): the list of every paper is long, and its parts stay put.
 ALL_PAGE_SIZE = 500
@@ -18,7 +19,9 @@ def paper_path(paper_id: str) -> str:
 
 
 def feed_path(feed_id: str, fmt: str) -> str:
-    return f"feeds/{feed_id}.{BY_NAME[fmt].suffix}"
+    """Return where a topic's file of a format is: feeds/<id>.atom.xml, topics/<id>.bib."""
+    f = BY_NAME[fmt]
+    return f"{f.folder}/{feed_id}.{f.suffix}"
 
 
 def archive_path(feed_id: str, page: int) -> str:
@@ -42,6 +45,6 @@ def topic_path(feed_id: str) -> str:
 
 
 def topic_files(feed_id: str) -> tuple[str, ...]:
-    """Return the files of a topic (or `all`) that every publish keeps current: its feeds
-    and its reading list's front page."""
-    return (topic_path(feed_id), *(feed_path(feed_id, fmt) for fmt in FORMATS))
+    """Return the files of a topic (or `all`) that every publish keeps current: its feeds,
+    its reading list's front page and its reading list for reference managers."""
+    return (topic_path(feed_id), *(feed_path(feed_id, fmt) for fmt in (*FORMATS, *LISTS)))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
 from feeds.errors import PublishError
-from feeds.publish.formats import FEED_FORMATS
+from feeds.publish.formats import ALL_FORMATS
 
 if TYPE_CHECKING:
     import queue
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # What paperfeeds owns inside public/: stale files here are ours to remove (and, anywhere,
 # the temp files of a publish that was killed).
 MANAGED_DIRS = ("feeds", "topics", "papers")
-MANAGED_SUFFIXES = (".html", *sorted({"." + f.suffix.rpartition(".")[2] for f in FEED_FORMATS}))
+MANAGED_SUFFIXES = (".html", *sorted({"." + f.suffix.rpartition(".")[2] for f in ALL_FORMATS}))
 
 
 @dataclass(frozen=True)

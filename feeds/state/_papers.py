@@ -205,6 +205,21 @@ class PapersMixin(LinksMixin, MembersMixin):
             for row in rows:
                 yield paper_from(row[:-1]), parse_ts(row[-1])
 
+    def all_ids(self) -> list[str]:
+        """Return every paper's id, newest first (the order of all_items)."""
+        rows = self.db.execute("SELECT paper_id FROM papers ORDER BY first_seen DESC, seq")
+        return [str(pid) for (pid,) in rows]
+
+    def papers_seen(self, paper_ids: Sequence[str]) -> Iterator[tuple[Paper, datetime]]:
+        """Yield these papers (those stored, in no set order) with when each was first
+        seen: what a paper's citation is made of, besides its links."""
+        for chunk, among in self.chunks(paper_ids):
+            rows = self.db.execute(
+                f"SELECT {PAPER_COLS}, first_seen FROM papers WHERE paper_id IN {among}", chunk
+            )
+            for row in rows:
+                yield paper_from(row[:-1]), parse_ts(row[-1])
+
     def seq_ranges(self, size: int, *, unmatched_only: bool = False) -> list[SeqRange]:
         """Split the papers (all, or those waiting to be matched), in arrival order, into
         ranges of `size`: (first seq, the seq after the last, how many papers) each."""

@@ -1,5 +1,5 @@
-/* paperfeeds: copy buttons beside the feed addresses. Without JavaScript the buttons stay
-   hidden and the addresses are there to select. */
+/* paperfeeds: copy buttons beside the feed addresses and a paper's BibTeX. Without
+   JavaScript the buttons stay hidden and the text is there to select. */
 (function () {
   "use strict";
 
@@ -25,7 +25,7 @@
       if (done) {
         resolve();
       } else {
-        reject(new Error("the browser refused to copy"));
+        reject();  // the browser refused: the text is selected instead
       }
     });
   }
@@ -43,7 +43,8 @@
     if (!source) {
       return;
     }
-    var box = button.closest(".subscribe");
+    var box = button.closest("section");
+    var what = button.getAttribute("data-what");
     var status = box ? box.querySelector(".copied") : null;
     function say(text) {
       if (status) {
@@ -55,11 +56,11 @@
       var text = source.textContent.trim();
       copyText(text).then(
         function () {
-          say("Copied " + text);
+          say("Copied " + (what || text));
         },
         function () {
           select(source);
-          say("Selected: press Ctrl+C (⌘C on a Mac) to copy the address.");
+          say("Selected: press Ctrl+C (⌘C on a Mac) to copy " + (what || "the address") + ".");
         }
       );
     });

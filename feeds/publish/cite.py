@@ -1,0 +1,322 @@
+"""A paper as a reference manager sees it: its citation record, the Highwire `citation_*`
+tags of its page (what Zotero's connector and Google Scholar read), and its BibTeX and
+RIS entries, written by the libraries that own those formats (bibtexparser, rispy). Pure:
+a paper and its links in, text out.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from typing import Any, Literal
+
+from feeds.model import ARXIV, Link, Paper
+from feeds.publish.content import esc
+from feeds.text import arxiv_doi, arxiv_id_of_url, doi_in, doi_of_url
+
+Kind = Literal["conference", "journal", "preprint"]
+
+# A venue that names a journal rather than a conference (digests come from conferences).
+_JOURNAL = re.compile(
+    r"journal|transactions|letters|magazine|\breview\b|\bTMLR\b|\bJMLR\b|\bnature\b|\bscience\b",
+    re.IGNORECASE,
+)
+_YEAR = re.compile(r"(?<!\d)(19[5-9]\d|20\d\d)(?!\d)")
+_NEW_ARXIV_ID = re.compile(r"(\d\d)(\d\d)\.\d{4,5}")
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Citation:
+    """What a reference manager is told of a paper."""
+
+    paper_id: str
+    kind: Kind
+    title: str
+    authors: tuple[str, ...]
+    year: str
+    venue: str | None  # the conference or journal; None for a preprint
+    abstract: str | None  # English, when known (never the Chinese AI summary)
+    doi: str | None  # a known DOI, else arXiv's for a paper with an arXiv id
+    arxiv_id: str | None
+    category: str | None  # arXiv's primary category
+    pdf_url: str | None
+    url: str  # where to read it: its arXiv page when known, else its page here
+    first_seen: datetime  # the earliest of papers that share a citation key keeps it plain
+
+
+def citation(paper: Paper, links: Iterable[Link], first_seen: datetime, page_url: str) -> Citation:
+    """Return a paper's citation record, from what the state knows of it."""
+    links = tuple(links)
+    arxiv = paper.arxiv_id or next(
+        (a for link in links if link.kind == "paper" and (a := arxiv_id_of_url(link.url))), None
+    )
+    doi = next((d for link in links if (d := doi_of_url(link.url))), None)
+    doi = doi or doi_in(paper.journal_ref) or doi_in(paper.comments)
+    if doi is None and arxiv:
+        doi = arxiv_doi(arxiv)
+    venue = paper.venue if paper.venue and paper.venue != ARXIV else None
+    kind: Kind = (
+        "preprint" if venue is None else "journal" if _JOURNAL.search(venue) else "conference"
+    )
+    pdf = f"https://arxiv.org/pdf/{arxiv}" if arxiv else None
+    if pdf is None:
+        pdf = next((link.url for link in links if _is_pdf(link)), None)
+    return Citation(
+        paper_id=paper.paper_id,
+        kind=kind,
+        title=_one_line(paper.title),
+        authors=tuple(_one_line(a) for a in paper.authors if a.strip()),
+        year=_year(paper, arxiv, first_seen),
+        venue=_one_line(venue) if venue else None,
+        abstract=_one_line(paper.abstract) if paper.abstract else None,
+        doi=doi,
+        arxiv_id=arxiv,
+        category=paper.categories[0] if paper.categories else None,
+        pdf_url=pdf,
+        url=f"https://arxiv.org/abs/{arxiv}" if arxiv else page_url,
+        first_seen=first_seen,
+    )
+
+
+def _is_pdf(link: Link) -> bool:
+    return link.kind == "paper" and link.url.lower().split("?")[0].endswith(".pdf")
+
+
+def _one_line(text: str) -> str:
+    """Return text on one line (RIS is line-based; a tag holds no newline)."""
+    return _SPACE.sub(" ", text).strip()
+
+
+def _year(paper: Paper, arxiv: str | None, first_seen: datetime) -> str:
+    """Return the year a paper is cited by: the one its journal ref or comments give with
+    the venue ("ICML 2026"), else its arXiv id's (2601.00001: 2026), else its arrival's."""
+    for text in (paper.journal_ref, paper.comments):
+        if text and (m := _YEAR.search(text)):
+            return m.group(1)
+    if arxiv and (m := _NEW_ARXIV_ID.fullmatch(arxiv)):
+        return f"20{m.group(1)}"
+    return str(first_seen.year)
+
+
+# --- Highwire tags (a paper's page) ---
+
+
+def meta_tags(c: Citation) -> str:
+    """Return the `<meta name="citation_*">` tags of a paper's page, one a line, as
+    Zotero's Embedded Metadata translator and Google Scholar's guidelines read them: a
+    conference title makes a conference paper, a journal title a journal article."""
+    tags: list[tuple[str, str]] = [("citation_title", c.title)]
+    tags += [("citation_author", a) for a in c.authors]
+    tags.append(("citation_publication_date", c.year))
+    if c.kind == "conference" and c.venue:
+        tags.append(("citation_conference_title", c.venue))
+    elif c.kind == "journal" and c.venue:
+        tags.append(("citation_journal_title", c.venue))
+    if c.abstract:
+        tags.append(("citation_abstract", c.abstract))
+    if c.doi:
+        tags.append(("citation_doi", c.doi))
+    if c.arxiv_id:
+        tags.append(("citation_arxiv_id", c.arxiv_id))
+    if c.pdf_url:
+        tags.append(("citation_pdf_url", c.pdf_url))
+    # Escaped like every attribute: a digest is untrusted, and `"` would end the value.
+    return "".join(f'<meta name="{name}" content="{esc(value)}">\n' for name, value in tags)
+
+
+# --- Citation keys ---
+
+_KEY_STOPWORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "by", "can", "do", "does", "for", "from", "how", "in",
+    "into", "is", "it", "its", "of", "on", "or", "our", "the", "their", "this", "to", "towards",
+    "via", "we", "what", "when", "which", "with", "without",
+))  # fmt: skip
+
+
+def base_key(c: Citation) -> str:
+    """Return a paper's citation key before collisions: the first author's family name,
+    the year and the title's first word, in ASCII (`tang2026minedraft`)."""
+    family = _ascii(c.authors[0].split()[-1]) if c.authors else ""
+    words = (_ascii(w) for w in re.split(r"[\s\-–—:/]+", c.title))
+    word = next((w for w in words if w and w not in _KEY_STOPWORDS), "")
+    return f"{family or 'anon'}{c.year}{word}"
+
+
+def _ascii(text: str) -> str:
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]", "", folded.lower())
+
+
+def keys(citations: Sequence[Citation]) -> list[str]:
+    """Return a citation key for each, unique among them: papers that share a base key
+    are told apart by a suffix (`a`, `b`, ... `z`, `aa`, ...) in order of arrival, so a key
+    stays what it was when later papers arrive."""
+    groups: dict[str, list[int]] = {}
+    for i, c in enumerate(citations):
+        groups.setdefault(base_key(c), []).append(i)
+    out = [""] * len(citations)
+    taken = set(groups)
+    for key, members in groups.items():
+        members.sort(key=lambda i: (citations[i].first_seen, citations[i].paper_id))
+        out[members[0]] = key
+        n = 0
+        for i in members[1:]:
+            while (candidate := key + _suffix(n)) in taken:  # `smith2026a` may be a base key
+                n += 1
+            out[i] = candidate
+            taken.add(candidate)
+            n += 1
+    return out
+
+
+def _suffix(n: int) -> str:
+    """Return the n-th suffix: a .. z, aa .. az, ba ..."""
+    letters = ""
+    n += 1
+    while n:
+        n, r = divmod(n - 1, 26)
+        letters = chr(ord("a") + r) + letters
+    return letters
+
+
+# --- BibTeX ---
+
+# What LaTeX treats specially, escaped; non-ASCII text stays UTF-8 (biber, and BibTeX with
+# inputenc, read it; Zotero and JabRef import it as it is).
+_LATEX = str.maketrans({
+    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "%": r"\%",
+    "#": r"\#", "_": r"\_", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
+})  # fmt: skip
+# A word with two capitals or more (an acronym, a name: LLM, MineDraft, DP-SGD) is braced,
+# so that a style that lowercases titles keeps it as written.
+_PROTECT = re.compile(r"(?<![\w{\\-])([\w-]*[A-Z][\w-]*[A-Z][\w-]*)")
+
+
+# Math as titles write it (`$k$-Means`, `$O(n)$`) is kept as math: LaTeX sets it as the
+# authors meant, and Zotero imports it as its text (it takes any two `$` in a field, even
+# escaped ones, for math). Only what cannot form a command: no backslash, no braces, no
+# `^^` (TeX's way of writing any character, a backslash too); digests are untrusted.
+_MATH = re.compile(r"\$(?:[A-Za-z0-9 +\-=<>()\[\],.:;'|/*]|[\^_](?![\^_]))+\$")
+
+
+def latex(text: str) -> str:
+    """Return text for a BibTeX field: LaTeX's special characters escaped (but in the
+    simple math of a title)."""
+    out, at = [], 0
+    for m in _MATH.finditer(text) if "$" in text else ():
+        out += [text[at : m.start()].translate(_LATEX), m.group()]
+        at = m.end()
+    return "".join(out) + text[at:].translate(_LATEX)
+
+
+def _title(text: str) -> str:
+    return _PROTECT.sub(r"{\1}", latex(text))
+
+
+def _names(authors: Sequence[str]) -> str:
+    # A name holding the word "and" would be read as two: braced, it is one.
+    return " and ".join(
+        f"{{{latex(a)}}}" if re.search(r"\band\b", a, re.IGNORECASE) else latex(a) for a in authors
+    )
+
+
+def bibtex_entry(c: Citation, key: str) -> str:
+    """Return a paper's BibTeX entry: @inproceedings (booktitle) for a conference paper,
+    @article (journal) for a journal's, @misc with eprint and archivePrefix for an arXiv
+    preprint."""
+    from bibtexparser.model import Field
+
+    entry_type, fields = _bibtex_fields(c)
+    return _write_bibtex(entry_type, key, [Field(k, v) for k, v in fields])
+
+
+def _bibtex_fields(c: Citation) -> tuple[str, list[tuple[str, str]]]:
+    fields = [("title", _title(c.title))]
+    if c.authors:
+        fields.append(("author", _names(c.authors)))
+    entry_type = "misc"
+    if c.kind == "conference" and c.venue:
+        entry_type = "inproceedings"
+        fields.append(("booktitle", latex(c.venue)))
+    elif c.kind == "journal" and c.venue:
+        entry_type = "article"
+        fields.append(("journal", latex(c.venue)))
+    fields.append(("year", c.year))
+    if c.arxiv_id:
+        fields += [("eprint", c.arxiv_id), ("archivePrefix", "arXiv")]
+        if c.category:
+            fields.append(("primaryClass", latex(c.category)))
+    if c.doi:
+        fields.append(("doi", latex(c.doi)))
+    fields.append(("url", latex(c.url)))
+    if c.abstract:
+        fields.append(("abstract", latex(c.abstract)))
+    return entry_type, fields
+
+
+def _write_bibtex(entry_type: str, key: str, fields: list[Any]) -> str:
+    from bibtexparser.entrypoint import write_string
+    from bibtexparser.library import Library
+    from bibtexparser.model import Entry
+
+    # bibtexparser's own middleware braces each value (a year stays a bare number).
+    library = Library([Entry(entry_type, key, fields)])
+    return str(write_string(library, bibtex_format=_format()))
+
+
+@cache
+def _format() -> Any:
+    from bibtexparser.writer import BibtexFormat
+
+    fmt = BibtexFormat()  # type: ignore[no-untyped-call]
+    fmt.indent = "  "
+    fmt.block_separator = "\n"
+    return fmt
+
+
+# --- RIS ---
+
+_RIS_TYPES = {"conference": "CONF", "journal": "JOUR", "preprint": "GEN"}
+
+
+def ris_entry(c: Citation, key: str) -> str:
+    """Return a paper's RIS record: TY (CONF, JOUR; GEN for a preprint, as Zotero writes
+    one), TI, one AU per author, PY, the venue (T2), AB, UR, DO, and its key as ID."""
+    ref: dict[str, Any] = {"type_of_reference": _RIS_TYPES[c.kind], "title": c.title}
+    if c.authors:
+        ref["authors"] = [_family_first(a) for a in c.authors]
+    ref["year"] = c.year
+    if c.venue:
+        ref["secondary_title"] = c.venue
+    elif c.arxiv_id:
+        ref["publisher"] = "arXiv"
+    if c.abstract:
+        ref["abstract"] = c.abstract
+    ref["urls"] = [c.url]
+    if c.doi:
+        ref["doi"] = c.doi
+    ref["id"] = key
+    return str(_ris_writer().formats([ref]))
+
+
+def _family_first(name: str) -> str:
+    """Return a name as RIS writes it, "Family, Given": the last word is the family name
+    (as Zotero reads a name without a comma)."""
+    given, _space, family = name.rpartition(" ")
+    return f"{family}, {given}" if given else name
+
+
+@cache
+def _ris_writer() -> Any:
+    from rispy import RisWriter
+
+    class _Writer(RisWriter):  # type: ignore[misc]
+        def set_header(self, count: int) -> str:
+            return ""  # no "1." before each record: a record is written alone, then joined
+
+    return _Writer()
