@@ -14,15 +14,25 @@ from typing import Any, TypeVar
 from feeds import __version__
 
 # Bump when the pickled objects change shape in a way the code stamp below would not see.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 T = TypeVar("T")
 
 
-def cached(name: str, made_of: Sequence[Path | None], build: Callable[[], T], kind: type[T]) -> T:
+def cached(
+    name: str,
+    made_of: Sequence[Path | None],
+    build: Callable[[], T],
+    kind: type[T],
+    also: Callable[[T], Sequence[Path]] = lambda _value: (),
+) -> T:
     """Return build()'s result, from the cache when it was built before from the same bytes
     of the files `made_of` in the same working folder by the same code; `name` says what it
-    is (one cache file per name and place, overwritten: the cache cannot grow)."""
+    is (one cache file per name and place, overwritten: the cache cannot grow).
+
+    `also` names the files a value was made of that only the value knows (a topic's
+    library, named in the subscriptions file): a cached value is used while each of them
+    is as it was (size and times; large files are not read on every run)."""
     import zlib
 
     try:
@@ -34,12 +44,27 @@ def cached(name: str, made_of: Sequence[Path | None], build: Callable[[], T], ki
     path = cache_dir() / f"{name}-{zlib.crc32(where):08x}.pickle"
     if key is not None:
         found = cache_read(path, key)
-        if isinstance(found, kind):
-            return found
+        if isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], kind):
+            value, stamps = found
+            if all(_stamp(Path(p)) == stamp for p, stamp in stamps):
+                return value  # type: ignore[no-any-return]
     value = build()
     if key is not None:
-        cache_write(path, key, value)
+        stamps = [(str(p), _stamp(p)) for p in also(value)]
+        if all(stamp is not None for _p, stamp in stamps):
+            cache_write(path, key, (value, stamps))
     return value
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """Return what tells a file changed without reading it: its size, modification and
+    change times (the change time moves on every write, whatever a tool sets the other
+    to); None for a file that is not there."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def cache_dir() -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Literal, NamedTuple
@@ -32,6 +33,51 @@ class Paper:
     abstract: str | None = None  # English, from arXiv (a digest has the AI summary only)
     categories: tuple[str, ...] = ()  # arXiv's, the primary first
     arxiv_id: str | None = None  # without its version
+
+
+@dataclass(frozen=True)
+class LibraryItem:
+    """An item of a library: what a topic compares papers with, and knows them by."""
+
+    title: str  # LaTeX decoded
+    abstract: str | None = None
+    doi: str | None = None  # lower case
+    arxiv_id: str | None = None  # without version
+    line: int = 0  # where it starts in its file
+
+    @property
+    def text(self) -> str:
+        """What the item is compared by: its title and abstract."""
+        return f"{self.title}\n{self.abstract}" if self.abstract else self.title
+
+    def names(self) -> Iterator[str]:
+        """Yield what names the item's paper: `id:` its title's paper id, `arxiv:`, `doi:`
+        (see Library.known)."""
+        from feeds.text import paper_id
+
+        yield f"id:{paper_id(self.title)}"
+        if self.arxiv_id:
+            yield f"arxiv:{self.arxiv_id}"
+        if self.doi:
+            yield f"doi:{self.doi}"
+
+
+@dataclass(frozen=True)
+class Library:
+    """A library file as a topic names it: its items, and what was skipped and why."""
+
+    path: str  # as the subscriptions file gives it
+    line: int  # of the `library:` entry in the subscriptions file
+    items: tuple[LibraryItem, ...]
+    skipped: tuple[Diagnostic, ...] = ()  # file:line: why (no title; could not be read)
+    read: int = 0  # entries found, skipped ones included
+    # Where the file is (resolved): the config is read again when it changes. Not part of
+    # what decides the topic's papers (the items are), so moving the folder re-matches none.
+    file: str = field(default="", compare=False, repr=False)
+
+    def known(self) -> frozenset[str]:
+        """Return what names the papers already in the library (see LibraryItem.names)."""
+        return frozenset(k for item in self.items for k in item.names())
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # a run that reads the config from the cache does not load feeds.model
-    from feeds.model import Diagnostic
+    from feeds.model import Diagnostic, Library
 
 # The fields of a paper that terms are looked for in (see feeds.match.fields).
 FIELDS = ("title", "summary", "authors", "institutions", "comments", "venue", "categories")
@@ -29,12 +29,21 @@ class Criteria:
     like: tuple[str, ...] = ()
     unlike: tuple[str, ...] = ()  # ... and not like
     min_similarity: float | None = None  # None: similar.DEFAULT_MIN_SIMILARITY
+    # A reference manager's export: its items are examples, as `like:` ones (see
+    # feeds.config.library), and the papers in it are not listed.
+    library: tuple[Library, ...] = ()
+
+    @property
+    def by_example(self) -> bool:
+        """True for a topic by example: papers like its `like:` or library's examples."""
+        return bool(self.like or self.library)
 
     @property
     def positive(self) -> bool:
         return bool(
-            self.any or self.all or self.authors or self.institutions or self.venues or self.like
-        )
+            self.any or self.all or self.authors or self.institutions or self.venues
+            or self.by_example
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,8 @@ class Topic:
 
         text = repr(self.criteria)
         c = self.criteria
+        if not c.library:  # and a topic without a library the one it had before libraries
+            text = text.replace(", library=()", "")
         if not (c.like or c.unlike or c.min_similarity is not None):
             # A topic of terms keeps the fingerprint it had before topics by example: an
             # upgrade does not match every topic again.

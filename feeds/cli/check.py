@@ -44,7 +44,7 @@ def check(
             store = Store(config.settings.database, datetime.now(UTC))
         try:  # the papers are streamed: a long history does not fill memory
             stored = store.papers() if store else ()
-            if topic is not None and topic.criteria.like and store is not None:
+            if topic is not None and topic.criteria.by_example and store is not None:
                 from feeds.match.likes import report  # compared, not matched: its scores
 
                 doc, lines = report(store, [topic], str(config.subscriptions_path))
@@ -53,7 +53,7 @@ def check(
             else:
                 found = warnings(config, os.environ)
                 doc, lines = reported(config, stored, datetime.now(UTC), found, quiet, progress)
-                if store is not None and any(t.criteria.like for t in config.topics):
+                if store is not None and any(t.criteria.by_example for t in config.topics):
                     from feeds.match.likes import report
 
                     where = str(config.subscriptions_path)

@@ -37,7 +37,8 @@ def load(subscriptions: Path, settings: Path | None) -> Config:
     """Return the whole validated configuration.
 
     The result is cached (in the user's cache folder) under the exact bytes of both files,
-    the working folder and the code that reads them; any difference reads the files again.
+    the working folder and the code that reads them, and the topics' library files as they
+    were; any difference reads the files again.
     """
 
     def build() -> Config:
@@ -53,7 +54,10 @@ def load(subscriptions: Path, settings: Path | None) -> Config:
             _ = topic.fingerprint, topic.looks
         return config
 
-    return cached("config", (subscriptions, settings), build, Config)
+    def libraries(config: Config) -> list[Path]:
+        return [Path(lib.file) for t in config.topics for lib in t.criteria.library]
+
+    return cached("config", (subscriptions, settings), build, Config, libraries)
 
 
 def warnings(config: Config, environ: Mapping[str, str]) -> list[str]:

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from feeds.config.library import load as load_library
 from feeds.config.yamlfile import compose, line_of, scalar, text_lists
 from feeds.errors import ConfigError
 from feeds.match.terms import check_term, regex_source
@@ -141,7 +142,7 @@ def _read(path: Path) -> yaml.Node | None:
 
 _TOPIC_KEYS: tuple[str, ...] = ("id", "title", "description", "any", "all", "none", "fields")
 _TOPIC_KEYS += ("authors", "institutions", "venues", "max_items", "like", "unlike")
-_TOPIC_KEYS += ("min_similarity",)
+_TOPIC_KEYS += ("min_similarity", "library")
 
 
 def read_subscriptions(path: Path) -> tuple[Topic, ...]:
@@ -220,6 +221,7 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
     all_groups: tuple[tuple[str, ...], ...] = ()
     if "all" in m:
         all_groups = r.each(m["all"], "all", lambda item: _all_group(r, item))
+    libraries = r.items(m["library"], "library") if "library" in m else []
     criteria = Criteria(
         any=_terms(r, m["any"], "any") if "any" in m else (),
         all=all_groups,
@@ -231,16 +233,17 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
         like=r.texts(m["like"], "like") if "like" in m else (),
         unlike=r.texts(m["unlike"], "unlike") if "unlike" in m else (),
         min_similarity=_similarity(r, m["min_similarity"]) if "min_similarity" in m else None,
+        library=tuple(load_library(r.path, r.text(i, "library"), line_of(i)) for i in libraries),
     )
     if not criteria.positive:
         raise r.fail(
             node,
-            f"topic {topic_id!r} has no positive criterion; give at least one of any, all,"
-            " authors, institutions, venues, like ('none' alone would match everything)",
+            f"topic {topic_id!r} has no positive criterion; give at least one of any, all, authors,"
+            " institutions, venues, like, library ('none' alone would match everything)",
         )
     for key in ("unlike", "min_similarity"):
-        if key in m and not criteria.like:
-            raise r.fail(m[key], f"{key} needs like: the examples a paper is compared with")
+        if key in m and not criteria.by_example:
+            raise r.fail(m[key], f"{key} needs like: or library: examples to compare papers with")
     max_items = _count(r, m["max_items"], "max_items", 1, MAX_ITEMS) if "max_items" in m else None
     commas = [  # valid, but `any: a, b` is one term: said by `feeds check`
         Diagnostic(str(r.path), line_of(item), warning)

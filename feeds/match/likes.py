@@ -18,40 +18,62 @@ from feeds.text import paper_id
 
 if TYPE_CHECKING:
     from feeds.match.similar import DocFreq, Example, LikeTopic, Similar
-    from feeds.model import Paper
+    from feeds.model import Library, LibraryItem, Paper
     from feeds.state import Store
     from feeds.topics import Topic
 
 DF_KEY = "similar:df"  # the document frequencies (similar.to_bytes, base64) ...
 SEQ_KEY = "similar:seq"  # ... of the papers up to this arrival order (seq)
 
-_ARXIV_ID = re.compile(r"(?:arxiv:\s*)?(\d{4}\.\d{4,5}|[a-z-]+(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?",
-                       re.IGNORECASE)  # fmt: skip
 _PAPER_ID = re.compile(r"[0-9a-f]{16}")
 
 
 def resolve(store: Store, topic: Topic, where: str) -> LikeTopic:
-    """Return what a topic by example compares with: each example a stored paper (named by
-    its title, paper id or arXiv id) or a description.
+    """Return what a topic by example compares with: each `like:` example a stored paper
+    (named by its title, paper id, arXiv id or DOI) or a description, and each item of its
+    libraries (its title and abstract), whose papers it does not take.
 
-    Raises ConfigError (at the topic's line in `where`) for an arXiv id or paper id that
-    names no stored paper, with the closest titles."""
+    Raises ConfigError (at the topic's line in `where`) for an arXiv id, DOI or paper id
+    that names no stored paper, with the closest titles."""
     from feeds.match.similar import DEFAULT_MIN_SIMILARITY, LikeTopic
 
     c = topic.criteria
+    from_library = tuple(_library_example(store, item) for lib in c.library for item in lib.items)
     return LikeTopic(
-        like=tuple(_example(store, text, topic, where) for text in c.like),
+        like=tuple(_example(store, text, topic, where) for text in c.like) + from_library,
         unlike=tuple(_example(store, text, topic, where) for text in c.unlike),
         min_similarity=DEFAULT_MIN_SIMILARITY if c.min_similarity is None else c.min_similarity,
+        exclude=frozenset().union(*(lib.known() for lib in c.library)),
     )
+
+
+def _library_example(store: Store, item: LibraryItem) -> Example:
+    """Return a library item as an example: its title and abstract, and what the state
+    knows of its paper when it is stored (its Chinese title and summary too: an English
+    library then finds papers a digest describes in Chinese)."""
+    from feeds.match.similar import Example, paper_text, title_label
+
+    paper = store.paper(paper_id(item.title))
+    if paper is None and item.arxiv_id:
+        paper = store.paper_of_arxiv(item.arxiv_id)
+    if paper is None:
+        return Example(title_label(item.title), item.text)
+    text = paper_text(paper)
+    if item.abstract and item.abstract not in text:
+        text += "\n" + item.abstract
+    return Example(title_label(item.title), text)
 
 
 def _example(store: Store, text: str, topic: Topic, where: str) -> Example:
     from feeds.match.similar import Example, closest
+    from feeds.text import arxiv_id, normalize_doi
 
     found: Paper | None
-    if m := _ARXIV_ID.fullmatch(text.strip()):
-        found, kind = store.paper_of_arxiv(m.group(1)), "arXiv id"
+    if arxiv := arxiv_id(text):  # 2601.00001, arXiv:2601.00001, 10.48550/arXiv.2601.00001
+        found, kind = store.paper_of_arxiv(arxiv), "arXiv id"
+    elif doi := normalize_doi(text):
+        pid = store.paper_with_doi(doi)
+        found, kind = (store.paper(pid) if pid else None), "DOI"
     elif _PAPER_ID.fullmatch(text.strip()):
         found, kind = store.paper(text.strip()), "paper id"
     else:  # a title names its paper whatever its case and punctuation; else a description
@@ -130,9 +152,9 @@ def report(store: Store, topics: Sequence[Topic], where: str) -> tuple[dict[str,
     per topic its examples and threshold, the stored papers it takes with their scores,
     and those just below the threshold (to tune it by)."""
     from feeds.match import similar
-    from feeds.words import shorten
+    from feeds.words import count, shorten
 
-    like_topics = [t for t in topics if t.criteria.like]
+    like_topics = [t for t in topics if t.criteria.by_example]
     if not like_topics:
         return {}, []
     df, counted = kept_frequencies(store)
@@ -149,8 +171,14 @@ def report(store: Store, topics: Sequence[Topic], where: str) -> tuple[dict[str,
         taken = [s for s in ranked if s.passes]
         near = [s for s in ranked if not s.passes]
         examples = ", ".join(e.label for e in like.like)
-        lines.append(f"  {topic.id}: {len(taken)} papers like {shorten(examples, 60)}"
+        lines.append(f"  {topic.id}: {count(len(taken), 'paper')} like {shorten(examples, 60)}"
                      f" (min_similarity {like.min_similarity:g})")  # fmt: skip
+        for lib in topic.criteria.library:
+            lines.append(f"    library {lib.path}: {count(lib.read, 'item')} read,"
+                         f" {len(lib.items):,} used, {len(lib.skipped):,} skipped")  # fmt: skip
+            lines += [f"      skipped {d}" for d in lib.skipped[:20]]
+            if len(lib.skipped) > 20:
+                lines.append(f"      … and {len(lib.skipped) - 20:,} more skipped")
         lines += [f"      {s.score:.2f}  {shorten(papers[s.index].title, 80)}" for s in taken[:10]]
         if len(taken) > 10:
             lines.append(f"      … and {len(taken) - 10} more")
@@ -162,11 +190,17 @@ def report(store: Store, topics: Sequence[Topic], where: str) -> tuple[dict[str,
         doc[topic.id] = {
             "min_similarity": like.min_similarity,
             "examples": [e.label for e in like.like],
+            "libraries": [_library_json(lib) for lib in topic.criteria.library],
             "unlike": [e.label for e in like.unlike],
             "papers": [_scored_json(papers[s.index], s) for s in taken],
             "just_below": [_scored_json(papers[s.index], s) for s in near],
         }
     return doc, lines
+
+
+def _library_json(lib: Library) -> dict[str, Any]:
+    skipped = [{"file": d.file, "line": d.line, "why": d.message} for d in lib.skipped]
+    return {"path": lib.path, "read": lib.read, "used": len(lib.items), "skipped": skipped}
 
 
 def _scored_json(paper: Paper, s: Similar) -> dict[str, Any]:

@@ -186,7 +186,7 @@ def reported(
     from feeds.schedule import next_times
 
     # Topics by example are compared, not matched: their report is likes.report's.
-    by_terms = [t for t in config.topics if not t.criteria.like]
+    by_terms = [t for t in config.topics if not t.criteria.by_example]
     total, reports = check_topics(by_terms, papers, progress)
     upcoming = next_times(config.settings, now)
     return (

@@ -41,7 +41,8 @@ _HALF = N_FEATURES // 2  # words in the first half, Chinese bigrams in the secon
 DEFAULT_MIN_SIMILARITY = 0.10
 Method = Literal["max", "centroid"]
 DEFAULT_METHOD: Method = "max"
-_CHUNK = 4096  # papers scored at a time: bounds the dense (papers x examples) block
+_CHUNK = 4096  # papers scored at a time: bounds the dense (papers x examples) block ...
+_CELLS = 1 << 22  # ... to this many cells (32 MB), however many examples (a library)
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(f"([{_HAN}]+)|([^\\W_{_HAN}]+)")
@@ -85,10 +86,15 @@ def paper_text(paper: Paper) -> str:
 
 
 def paper_label(paper: Paper) -> str:
-    """Return a paper's short name for explanations: `MineDraft` for "MineDraft: A ...", the
-    whole title when it has no short name before a colon."""
-    head, colon, _rest = paper.title.partition(":")
-    return head.strip() if colon and 0 < len(head.split()) <= 3 else paper.title
+    """Return a paper's short name for explanations (see title_label)."""
+    return title_label(paper.title)
+
+
+def title_label(title: str) -> str:
+    """Return a title's short name: `MineDraft` for "MineDraft: A ...", the whole title
+    when it has no short name before a colon."""
+    head, colon, _rest = title.partition(":")
+    return head.strip() if colon and 0 < len(head.split()) <= 3 else title
 
 
 def closest(name: str, titles: Iterable[str], n: int = 3) -> tuple[str, ...]:
@@ -123,6 +129,27 @@ class LikeTopic:
     like: tuple[Example, ...]
     unlike: tuple[Example, ...] = ()
     min_similarity: float = DEFAULT_MIN_SIMILARITY
+    # The papers not to take, already in the topic's library: `id:<paper id>`,
+    # `arxiv:<id>`, `doi:<doi>` (see feeds.config.library.LibraryItem.names, owned_keys).
+    exclude: frozenset[str] = frozenset()
+
+    def excludes(self, paper: Paper) -> bool:
+        """Return True for a paper that is already in the topic's library."""
+        return bool(self.exclude) and not self.exclude.isdisjoint(owned_keys(paper))
+
+
+def owned_keys(paper: Paper) -> list[str]:
+    """Return what names a paper in a library (see LikeTopic.exclude): its title's id, its
+    arXiv id and a DOI its journal ref or comments give."""
+    from feeds.text import doi_in
+
+    keys = [f"id:{paper.paper_id}"]
+    if paper.arxiv_id:
+        keys.append(f"arxiv:{paper.arxiv_id}")
+    doi = doi_in(paper.journal_ref) or doi_in(paper.comments)
+    if doi:
+        keys.append(f"doi:{doi}")
+    return keys
 
 
 @dataclass(frozen=True)
@@ -321,6 +348,7 @@ def similar(
     (default: the topic's min_similarity, so the matches alone), by index, with scores.
 
     `floor` below min_similarity adds the near misses (passes False), for `feeds check`.
+    A paper a topic excludes (in its library already) is never returned for it.
     `method`: "max" scores a paper by its most similar like example, "centroid" by the mean
     of the like examples; unlike examples count by the most similar, with both.
     """
@@ -342,8 +370,9 @@ def similar(
     like_at = np.cumsum([0, *sizes])
     centre_at = like_at[-1]
     unlike_at = like_at[-1] + centres.shape[0] + np.cumsum([0, *(len(t.unlike) for t in topics)])
-    for start in range(0, len(texts), _CHUNK):
-        block = vectors(df, texts[start : start + _CHUNK])
+    rows_at_once = max(1, min(_CHUNK, _CELLS // max(1, columns.shape[0])))
+    for start in range(0, len(texts), rows_at_once):
+        block = vectors(df, texts[start : start + rows_at_once])
         sims = _cosines((block @ columns_t).toarray(), _languages(block), langs)
         rows = np.arange(block.shape[0])
         for k, topic in enumerate(topics):
@@ -362,6 +391,9 @@ def similar(
                 u_best = u_cols.argmax(axis=1)
                 u_score = u_cols[rows, u_best]
             for i in chosen.tolist():
+                paper = papers[start + i]
+                if topic.exclude and isinstance(paper, Paper) and topic.excludes(paper):
+                    continue  # in the topic's library already
                 s = float(score[i])
                 u = 0.0 if u_score is None else float(u_score[i])
                 out[k].append(
@@ -385,4 +417,6 @@ def topic_key(topic: LikeTopic) -> str:
         for e in examples:
             h.update(f"{kind}\x00{e.text}\x00".encode())
     h.update(repr(float(topic.min_similarity)).encode())
+    for key in sorted(topic.exclude):
+        h.update(f"exclude\x00{key}\x00".encode())
     return h.hexdigest()[:16]

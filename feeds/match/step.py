@@ -127,7 +127,7 @@ class Matching:
         criteria = dict(self.topics)
         for topic_id, like in self.likes:
             c = criteria[topic_id]
-            narrowed = bool(replace(c, like=(), unlike=(), none=()).positive)
+            narrowed = bool(replace(c, like=(), unlike=(), none=(), library=()).positive)
             batch = [
                 (i, m) for i, (_seq, _paper, m) in enumerate(found)
                 if (not narrowed or f"{topic_id}\0terms" in m) and f"{topic_id}\0none" not in m
@@ -145,10 +145,10 @@ def term_topics(topics: Sequence[tuple[str, Criteria]]) -> tuple[tuple[str, Crit
     its examples are compared after (see Matching._by_example)."""
     out = []
     for topic_id, c in topics:
-        if not c.like:
+        if not c.by_example:
             out.append((topic_id, c))
             continue
-        terms = replace(c, like=(), unlike=(), min_similarity=None, none=())
+        terms = replace(c, like=(), unlike=(), min_similarity=None, none=(), library=())
         if terms.positive:
             out.append((f"{topic_id}\0terms", terms))
         if c.none:
@@ -176,12 +176,12 @@ def update_members(
     criteria = {t.id: t.criteria for t in topics}
     todo = plan(prints, known, papers_waiting=waiting)
     likes: dict[str, LikeTopic] = {}
-    if any(t.criteria.like for t in topics):
+    if any(t.criteria.by_example for t in topics):
         from feeds.match.likes import document_frequencies, resolve
 
         with store.transaction():  # kept before matching: the helper process reads them
             document_frequencies(store)
-        likes = {t.id: resolve(store, t, where) for t in topics if t.criteria.like}
+        likes = {t.id: resolve(store, t, where) for t in topics if t.criteria.by_example}
     with store.transaction(), store.bulk_members():
         for topic_id in todo.drop:
             store.drop_topic(topic_id)

@@ -116,6 +116,20 @@ class LinksMixin(DirtyMixin):
                 found[pid].append(Link(*link))
         return {pid: tuple(links) for pid, links in found.items()}
 
+    def paper_with_doi(self, doi: str) -> str | None:
+        """Return the id of the paper that has a doi.org link to this DOI (lower case), if
+        any: DOIs are case-insensitive, and only the DOI links are compared (a range of the
+        URL index)."""
+        for prefix in ("https://doi.org/", "http://dx.doi.org/", "https://dx.doi.org/"):
+            row = self.db.execute(
+                "SELECT paper_id FROM links WHERE url >= ? AND url < ? AND lower(url) = ?"
+                " ORDER BY paper_id LIMIT 1",
+                (prefix, prefix[:-1] + "0", prefix + doi),
+            ).fetchone()
+            if row is not None:
+                return str(row[0])
+        return None
+
     def papers_to_look_up(self, source: str, now: datetime, limit: int) -> list[str]:
         """Return ids of papers without a code link that `source` has not been asked about
         (or is due to be asked again), newest first."""
