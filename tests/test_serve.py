@@ -148,6 +148,8 @@ def test_head_sends_the_headers_only(site: tuple[Workspace, int]) -> None:
         ("/index.html", "text/html"),
         ("/", "text/html"),
         ("/topics/icml-2026.html", "text/html"),
+        ("/topics/icml-2026.bib", "application/x-bibtex"),
+        ("/topics/all.ris", "application/x-research-info-systems"),
     ],
 )
 def test_content_types(site: tuple[Workspace, int], path: str, ctype: str) -> None:

@@ -204,14 +204,22 @@ _PROTECT = re.compile(r"(?<![\w{\\-])([\w-]*[A-Z][\w-]*[A-Z][\w-]*)")
 _MATH = re.compile(r"\$(?:[A-Za-z0-9 +\-=<>()\[\],.:;'|/*]|[\^_](?![\^_]))+\$")
 
 
+_LIGATURE = re.compile(r"-(?=-)|`(?=`)|'(?=')")  # `--` would be set as a dash, `` as a quote
+
+
 def latex(text: str) -> str:
     """Return text for a BibTeX field: LaTeX's special characters escaped (but in the
-    simple math of a title)."""
+    simple math of a title), and no two characters that LaTeX would join into another."""
     out, at = [], 0
     for m in _MATH.finditer(text) if "$" in text else ():
-        out += [text[at : m.start()].translate(_LATEX), m.group()]
+        out += [_escape(text[at : m.start()]), m.group()]
         at = m.end()
-    return "".join(out) + text[at:].translate(_LATEX)
+    return "".join(out) + _escape(text[at:])
+
+
+def _escape(text: str) -> str:
+    text = text.translate(_LATEX)
+    return _LIGATURE.sub(r"\g<0>{}", text) if "--" in text or "``" in text or "''" in text else text
 
 
 def _title(text: str) -> str:
