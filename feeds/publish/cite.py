@@ -256,7 +256,9 @@ def _bibtex_fields(c: Citation) -> tuple[str, list[tuple[str, str]]]:
         fields.append(("journal", latex(c.venue)))
     fields.append(("year", c.year))
     if c.arxiv_id:
-        fields += [("eprint", c.arxiv_id), ("archivePrefix", "arXiv")]
+        # archivePrefix for BibTeX styles, eprinttype for BibLaTeX (and for Zotero, which
+        # then keeps the id: "arXiv: 2601.00001").
+        fields += [("eprint", c.arxiv_id), ("archivePrefix", "arXiv"), ("eprinttype", "arxiv")]
         if c.category:
             fields.append(("primaryClass", latex(c.category)))
     if c.doi:
