@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from feeds.model import ARXIV, Link, Paper
 from feeds.publish.content import esc
+from feeds.publish.view import web_url
 from feeds.text import arxiv_doi, arxiv_id_of_url, doi_in, doi_of_url
 
 Kind = Literal["conference", "journal", "preprint"]
@@ -64,8 +65,8 @@ def citation(paper: Paper, links: Iterable[Link], first_seen: datetime, page_url
         "preprint" if venue is None else "journal" if _JOURNAL.search(venue) else "conference"
     )
     pdf = f"https://arxiv.org/pdf/{arxiv}" if arxiv else None
-    if pdf is None:
-        pdf = next((link.url for link in links if _is_pdf(link)), None)
+    if pdf is None:  # a digest's link: only a web address (a reader's browser fetches it)
+        pdf = next((url for link in links if _is_pdf(link) and (url := web_url(link.url))), None)
     return Citation(
         paper_id=paper.paper_id,
         kind=kind,
