@@ -160,8 +160,9 @@ def _ris(text: str, shown: str) -> Iterator[LibraryItem | Diagnostic]:
     # Each record on its own: rispy drops a record it cannot read without a word, and a
     # record read alone is one whose line we know.
     starts = [m.start() for m in _RIS_START.finditer(text)]
+    line_of = _Lines(text)
     for i, start in enumerate(starts):
-        line = text.count("\n", 0, start) + 1
+        line = line_of(start)
         chunk = text[start : starts[i + 1] if i + 1 < len(starts) else len(text)]
         try:
             records = rispy.loads(chunk)
@@ -182,13 +183,14 @@ def _ris(text: str, shown: str) -> Iterator[LibraryItem | Diagnostic]:
 def _csljson(text: str, shown: str) -> Iterator[LibraryItem | Diagnostic]:
     decoder = json.JSONDecoder()
     at = _skip_space(text, 0)
+    line_of = _Lines(text)
     if not text.startswith("[", at):
-        line = text.count("\n", 0, at) + 1
+        line = line_of(at)
         yield Diagnostic(shown, line, "could not be read: CSL JSON is a list of items ([...])")
         return
     at = _skip_space(text, at + 1)
     while at < len(text) and text[at] != "]":
-        line = text.count("\n", 0, at) + 1
+        line = line_of(at)
         try:
             value, at = decoder.raw_decode(text, at)
         except json.JSONDecodeError as e:
@@ -204,6 +206,19 @@ def _csljson(text: str, shown: str) -> Iterator[LibraryItem | Diagnostic]:
         arxiv = value.get("number") if isinstance(value.get("number"), str) else None
         yield _item(shown, line, value.get("title"), value.get("abstract"), value.get("DOI"),
                     urls, arxiv)  # fmt: skip
+
+
+class _Lines:
+    """The line of each of a text's offsets, asked in increasing order: counted from the
+    last one asked (counting from the start each time took 16 s for 10,000 RIS records)."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.at, self.line = text, 0, 1
+
+    def __call__(self, offset: int) -> int:
+        self.line += self.text.count("\n", self.at, offset)
+        self.at = offset
+        return self.line
 
 
 def _skip_space(text: str, at: int) -> int:
