@@ -59,6 +59,11 @@ def check(
                     where = str(config.subscriptions_path)
                     doc["like"], more = report(store, config.topics, where)
                     lines += more
+                elif any(t.criteria.library for t in config.topics):  # no papers yet
+                    from feeds.match.likes import library_report
+
+                    doc["libraries"], more = library_report(config.topics)
+                    lines += more
         finally:
             if store is not None:
                 store.close()

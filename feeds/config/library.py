@@ -10,6 +10,7 @@ that a paper is already in the library (its DOI, arXiv id or title).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -106,12 +107,19 @@ def _text(value: Any) -> str:
 def _bibtex(text: str, shown: str) -> Iterator[LibraryItem | Diagnostic]:
     from bibtexparser.entrypoint import parse_string
 
-    library = parse_string(text)
+    # bibtexparser logs each entry it cannot read; we say it once, as a skipped item.
+    quiet = logging.getLogger("bibtexparser")
+    level, quiet.level = quiet.level, logging.CRITICAL
+    try:
+        library = parse_string(text)
+    finally:
+        quiet.level = level
     found: list[tuple[int, LibraryItem | Diagnostic]] = []
     for block in library.failed_blocks:
         line = (block.start_line or 0) + 1
         error = getattr(block, "error", None)
-        why = str(error).splitlines()[0] if error else "could not be read"
+        why = str(getattr(error, "abort_reason", None) or error or "").strip()
+        why = why.splitlines()[0] if why else type(block).__name__
         found.append((line, Diagnostic(shown, line, f"could not be read: {why}")))
     for entry in library.entries:
         fields = {f.key.lower(): f.value for f in entry.fields}

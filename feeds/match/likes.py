@@ -173,12 +173,7 @@ def report(store: Store, topics: Sequence[Topic], where: str) -> tuple[dict[str,
         examples = ", ".join(e.label for e in like.like)
         lines.append(f"  {topic.id}: {count(len(taken), 'paper')} like {shorten(examples, 60)}"
                      f" (min_similarity {like.min_similarity:g})")  # fmt: skip
-        for lib in topic.criteria.library:
-            lines.append(f"    library {lib.path}: {count(lib.read, 'item')} read,"
-                         f" {len(lib.items):,} used, {len(lib.skipped):,} skipped")  # fmt: skip
-            lines += [f"      skipped {d}" for d in lib.skipped[:20]]
-            if len(lib.skipped) > 20:
-                lines.append(f"      … and {len(lib.skipped) - 20:,} more skipped")
+        lines += [line for lib in topic.criteria.library for line in library_lines(lib, "    ")]
         lines += [f"      {s.score:.2f}  {shorten(papers[s.index].title, 80)}" for s in taken[:10]]
         if len(taken) > 10:
             lines.append(f"      … and {len(taken) - 10} more")
@@ -196,6 +191,32 @@ def report(store: Store, topics: Sequence[Topic], where: str) -> tuple[dict[str,
             "just_below": [_scored_json(papers[s.index], s) for s in near],
         }
     return doc, lines
+
+
+def library_report(topics: Sequence[Topic]) -> tuple[dict[str, Any], list[str]]:
+    """Return what `feeds check` says of the topics' libraries before any paper is stored
+    (reading them needs no state): per topic, each library's items and what was skipped."""
+    doc = {t.id: [_library_json(lib) for lib in t.criteria.library]
+           for t in topics if t.criteria.library}  # fmt: skip
+    lines = ["libraries:"] if doc else []
+    for topic in topics:
+        if topic.criteria.library:
+            lines.append(f"  {topic.id}:")
+            lines += [ln for lib in topic.criteria.library for ln in library_lines(lib, "    ")]
+    return doc, lines
+
+
+def library_lines(lib: Library, indent: str) -> list[str]:
+    """Return the lines that say what a library gave: how many items were read and used,
+    and each one skipped, at its file:line, with why (the first 20)."""
+    from feeds.words import count
+
+    said = f"{count(lib.read, 'item')} read, {len(lib.items):,} used, {len(lib.skipped):,} skipped"
+    lines = [f"{indent}library {lib.path}: {said}"]
+    lines += [f"{indent}  skipped {d}" for d in lib.skipped[:20]]
+    if len(lib.skipped) > 20:
+        lines.append(f"{indent}  … and {len(lib.skipped) - 20:,} more skipped")
+    return lines
 
 
 def _library_json(lib: Library) -> dict[str, Any]:

@@ -120,7 +120,8 @@ class LinksMixin(DirtyMixin):
         """Return the id of the paper that has a doi.org link to this DOI (lower case), if
         any: DOIs are case-insensitive, and only the DOI links are compared (a range of the
         URL index)."""
-        for prefix in ("https://doi.org/", "http://dx.doi.org/", "https://dx.doi.org/"):
+        for prefix in ("https://doi.org/", "http://doi.org/", "https://dx.doi.org/",
+                       "http://dx.doi.org/"):  # fmt: skip
             row = self.db.execute(
                 "SELECT paper_id FROM links WHERE url >= ? AND url < ? AND lower(url) = ?"
                 " ORDER BY paper_id LIMIT 1",
