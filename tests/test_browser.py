@@ -290,6 +290,24 @@ def test_copy_buttons_copy_the_feed_addresses(browser: Any, url: str) -> None:
         context.close()
 
 
+def test_a_paper_page_copies_its_bibtex(browser: Any, url: str) -> None:
+    from feeds.text import paper_id
+
+    context = browser.new_context(viewport=PHONE, permissions=["clipboard-read", "clipboard-write"])
+    try:
+        tab = context.new_page()
+        minedraft = "MineDraft: A Framework for Batch Parallel Speculative Decoding"
+        tab.goto(url + f"papers/{paper_id(minedraft)}.html")
+        tab.locator("button[data-copy=bibtex]").click()
+        tab.wait_for_function("document.querySelector('.copied').textContent.length > 0")
+        copied = tab.evaluate("navigator.clipboard.readText()")
+        assert copied.startswith("@inproceedings{tang2026minedraft,")
+        assert copied.strip() == tab.locator("#bibtex").inner_text().strip()
+        assert tab.locator(".copied").inner_text() == "Copied the BibTeX entry"
+    finally:
+        context.close()
+
+
 def test_without_javascript_the_addresses_are_there_and_no_button_is(
     browser: Any, url: str
 ) -> None:
