@@ -46,7 +46,8 @@ class Citation:
     arxiv_id: str | None
     category: str | None  # arXiv's primary category
     pdf_url: str | None
-    url: str  # where to read it: its arXiv page when known, else its page here
+    url: str  # its page here: every link it has (its arXiv page among them), the same
+    # address Zotero keeps for a saved page; and what tells a file's entries apart
     first_seen: datetime  # the earliest of papers that share a citation key keeps it plain
 
 
@@ -79,7 +80,7 @@ def citation(paper: Paper, links: Iterable[Link], first_seen: datetime, page_url
         arxiv_id=arxiv,
         category=paper.categories[0] if paper.categories else None,
         pdf_url=pdf,
-        url=f"https://arxiv.org/abs/{arxiv}" if arxiv else page_url,
+        url=page_url,
         first_seen=first_seen,
     )
 
@@ -153,30 +154,33 @@ def _ascii(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", folded.lower())
 
 
-def keys(citations: Sequence[Citation]) -> list[str]:
-    """Return a citation key for each, unique among them: papers that share a base key
-    are told apart by a suffix (`a`, `b`, ... `z`, `aa`, ...) in order of arrival, so a key
-    stays what it was when later papers arrive."""
+def keys(citations: Sequence[Citation], taken: Iterable[str] = ()) -> list[str]:
+    """Return a citation key for each, unique among them and apart from `taken` (the keys
+    a file already holds): papers that share a base key are told apart by a suffix (`a`,
+    `b`, ... `z`, `aa`, ...) in order of arrival, so a key stays what it was when later
+    papers arrive."""
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(citations):
         groups.setdefault(base_key(c), []).append(i)
     out = [""] * len(citations)
-    taken = set(groups)
+    used = set(taken)
+    reserved = set(groups) - used  # `smith2026a` may be another paper's base key
     for key, members in groups.items():
         members.sort(key=lambda i: (citations[i].first_seen, citations[i].paper_id))
-        out[members[0]] = key
-        n = 0
-        for i in members[1:]:
-            while (candidate := key + _suffix(n)) in taken:  # `smith2026a` may be a base key
+        n = -1  # the plain key first, when it is free
+        for i in members:
+            while (candidate := key + _suffix(n)) in used or (
+                n >= 0 and candidate in reserved
+            ):  # fmt: skip
                 n += 1
             out[i] = candidate
-            taken.add(candidate)
+            used.add(candidate)
             n += 1
     return out
 
 
 def _suffix(n: int) -> str:
-    """Return the n-th suffix: a .. z, aa .. az, ba ..."""
+    """Return the n-th suffix: a .. z, aa .. az, ba ...; none for -1."""
     letters = ""
     n += 1
     while n:
@@ -223,6 +227,13 @@ def _escape(text: str) -> str:
     return _LIGATURE.sub(r"\g<0>{}", text) if "--" in text or "``" in text or "''" in text else text
 
 
+def _verbatim(text: str) -> str:
+    """Return a URL or DOI for a verbatim field (url, doi): as it is (`%`, `~` and `_`
+    are common there and no escape is read back), but the braces and backslash that would
+    end the field or start a command, percent-encoded."""
+    return text.replace("\\", "%5C").replace("{", "%7B").replace("}", "%7D")
+
+
 def _title(text: str) -> str:
     return _PROTECT.sub(r"{\1}", latex(text))
 
@@ -263,8 +274,8 @@ def _bibtex_fields(c: Citation) -> tuple[str, list[tuple[str, str]]]:
         if c.category:
             fields.append(("primaryClass", latex(c.category)))
     if c.doi:
-        fields.append(("doi", latex(c.doi)))
-    fields.append(("url", latex(c.url)))
+        fields.append(("doi", _verbatim(c.doi)))
+    fields.append(("url", _verbatim(c.url)))
     if c.abstract:
         fields.append(("abstract", latex(c.abstract)))
     return entry_type, fields
@@ -331,3 +342,31 @@ def _ris_writer() -> Any:
             return ""  # no "1." before each record: a record is written alone, then joined
 
     return _Writer()
+
+
+# --- Entries written before ---
+
+# An entry's first line, and the line that names its paper's page (the url field, UR tag):
+# entries are written one field a line, never a blank line inside one.
+_STARTS = {"bibtex": re.compile(r"^@\w+\{([^,\n]*),$", re.MULTILINE),
+           "ris": re.compile(r"^TY  - ", re.MULTILINE)}  # fmt: skip
+_PAGE = {"bibtex": re.compile(r"^  url = \{.*/papers/([0-9a-f]{16})\.html\},?$", re.MULTILINE),
+         "ris": re.compile(r"^UR  - .*/papers/([0-9a-f]{16})\.html$", re.MULTILINE)}  # fmt: skip
+_RIS_KEY = re.compile(r"^ID  - (.*)$", re.MULTILINE)
+
+
+def entry_blocks(fmt: str, document: str) -> dict[str, tuple[str, str]]:
+    """Return the entries of a reading list's BibTeX or RIS file written before, by paper
+    id: (its citation key, its text as written). An entry's text depends on its paper, its
+    links and its key alone, so a publish takes unchanged papers' entries from here instead
+    of making them again (a new digest in a broad topic adds a few entries to thousands)."""
+    starts = [m.start() for m in _STARTS[fmt].finditer(document)]
+    found: dict[str, tuple[str, str]] = {}
+    for i, start in enumerate(starts):
+        end = starts[i + 1] - 1 if i + 1 < len(starts) else len(document)  # the blank line
+        block = document[start:end]
+        page = _PAGE[fmt].search(block)
+        key = _STARTS[fmt].match(block) if fmt == "bibtex" else _RIS_KEY.search(block)
+        if page and key:
+            found[page.group(1)] = (key.group(1), block)
+    return found

@@ -194,29 +194,66 @@ def _citation_lists(plan: Plan, store: Store, view: FeedView, out: Writer) -> No
     """Write a topic's reading list as BibTeX and RIS: every paper, newest first, with
     citation keys unique in the file.
 
-    A paper's entries are made once per publish (see Plan.cited): a paper is in many
-    topics, and the cost should follow the papers, not their memberships."""
+    The entries of papers that did not change are taken from the files written last time
+    (see cite.entry_blocks), with their keys; the others are made once per publish (see
+    Plan.cited), whichever topics list them: the cost follows the new papers, not the
+    topic's size times the topics a paper is in."""
     from feeds.publish import cite
-    from feeds.publish.view import feed_path, paper_path
+    from feeds.publish.paths import LISTS
+    from feeds.publish.view import feed_path
 
     ids = store.all_ids() if view.id == ALL else store.topic_ids(view.id, view.count)
-    todo = [pid for pid in ids if pid not in plan.cited]
-    if todo:
-        links = store.links_of(todo)
-        for paper, seen in store.papers_seen(todo):
-            pid = paper.paper_id
-            c = cite.citation(paper, links[pid], seen, plan.site.url(paper_path(pid)))
-            key = cite.base_key(c)
-            plan.cited[pid] = (c, cite.bibtex_entry(c, key), cite.ris_entry(c, key))
-    entries = [plan.cited[pid] for pid in ids if pid in plan.cited]
-    bib, ris = [], []
-    for (c, bib_entry, ris_entry), key in zip(entries, cite.keys([e[0] for e in entries]),
-                                              strict=True):  # fmt: skip
-        plain = key == cite.base_key(c)  # nearly always: a suffix only where keys collide
-        bib.append(bib_entry if plain else cite.bibtex_entry(c, key))
-        ris.append(ris_entry if plain else cite.ris_entry(c, key))
-    out.write(plan.public / feed_path(view.id, "bibtex"), "\n".join(bib).encode())
-    out.write(plan.public / feed_path(view.id, "ris"), "\n".join(ris).encode())
+    paths = {fmt: plan.public / feed_path(view.id, fmt) for fmt in LISTS}
+    kept = {fmt: {} if plan.full else _entries(paths[fmt], fmt, plan.dirty["paper"])
+            for fmt in LISTS}  # fmt: skip
+    # Kept when both files hold the paper under one key (a file cut short holds fewer).
+    bib, ris = kept["bibtex"], kept["ris"]
+    reused = {pid for pid in ids if pid in bib and pid in ris and bib[pid][0] == ris[pid][0]}
+    fresh = [pid for pid in ids if pid not in reused]
+    _cite(plan, store, fresh)
+    fresh = [pid for pid in fresh if pid in plan.cited]
+    taken = (bib[pid][0] for pid in reused)
+    keys = dict(zip(fresh, cite.keys([plan.cited[pid][0] for pid in fresh], taken), strict=True))
+    texts: dict[str, list[str]] = {fmt: [] for fmt in LISTS}
+    for pid in ids:
+        if pid in reused:
+            texts["bibtex"].append(bib[pid][1])
+            texts["ris"].append(ris[pid][1])
+        elif pid in keys:
+            c, bib_entry, ris_entry = plan.cited[pid]
+            plain = keys[pid] == cite.base_key(c)  # nearly always: a suffix where keys collide
+            texts["bibtex"].append(bib_entry if plain else cite.bibtex_entry(c, keys[pid]))
+            texts["ris"].append(ris_entry if plain else cite.ris_entry(c, keys[pid]))
+    for fmt in LISTS:
+        out.write(paths[fmt], "\n".join(texts[fmt]).encode())
+
+
+def _cite(plan: Plan, store: Store, paper_ids: Sequence[str]) -> None:
+    """Make the citations and entries of these papers that this publish has not made yet."""
+    from feeds.publish import cite
+    from feeds.publish.view import paper_path
+
+    todo = [pid for pid in paper_ids if pid not in plan.cited]
+    if not todo:
+        return
+    links = store.links_of(todo)
+    for paper, seen in store.papers_seen(todo):
+        pid = paper.paper_id
+        c = cite.citation(paper, links[pid], seen, plan.site.url(paper_path(pid)))
+        key = cite.base_key(c)
+        plan.cited[pid] = (c, cite.bibtex_entry(c, key), cite.ris_entry(c, key))
+
+
+def _entries(path: Path, fmt: str, dirty: set[str]) -> dict[str, tuple[str, str]]:
+    """Return the entries of a reading-list file written before, by paper id (see
+    cite.entry_blocks), but those of changed papers."""
+    from feeds.publish.cite import entry_blocks
+
+    try:
+        document = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return {}
+    return {pid: e for pid, e in entry_blocks(fmt, document).items() if pid not in dirty}
 
 
 def _blocks(path: Path, fmt: str) -> dict[str, bytes]:
