@@ -11,19 +11,25 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 
 from feeds.alerts.deliver import deliver
 from feeds.alerts.send import send_pending
+from feeds.config import load
+from feeds.errors import ConfigError
 from feeds.pipeline import run
+from feeds.state import place_shown
 from tests.conftest import ROOT, Workspace
 from tests.linkserver import LinkServer, _Handler, send
 
 T0 = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
 SEEDS = sorted((ROOT / "seeds").glob("*.txt"))
+Cli = Callable[..., CompletedProcess[str]]
 
 # --- 1. a receiver that answers after Apprise's own 4 s gets one message ------------------
 
@@ -77,3 +83,84 @@ def test_the_urls_own_read_timeout_overrides_the_wait(web: LinkServer) -> None:
     assert not late.ok
     assert late.error
     assert late.error.endswith("(no answer within 0.5 s)"), late.error
+
+
+# --- 2. a password written unencoded in a state URL is never printed ----------------------
+
+ISSUE_URL = "postgresql://u:Zx9@:/#?&%'\"qSECRET@127.0.0.1:5432/db"
+UNCLEAR = [  # a password holding each character that ends it early, in one parser or another
+    "postgresql://u:Zx9#qSECRET@127.0.0.1:5432/db",
+    "postgresql://u:Zx9@qSECRET@127.0.0.1:5432/db",
+    "postgresql://u:Zx9/qSECRET@127.0.0.1:5432/db",
+    "postgresql://u:Zx9?qSECRET@127.0.0.1:5432/db",
+    "postgresql://u:Zx9?a=qSECRET@127.0.0.1:5432/db",
+    ISSUE_URL,
+]
+
+
+@pytest.mark.parametrize("url", UNCLEAR)
+def test_a_state_url_whose_password_is_not_encoded_is_refused_without_a_word_of_it(
+    url: str, workspace: Workspace, feeds_cli: Cli
+) -> None:
+    from feeds.settings import state_place
+    from feeds.state._pg import shown
+
+    for said in (shown(url), place_shown(url)):
+        assert "SECRET" not in said
+        assert "Zx9" not in said
+    with pytest.raises(ConfigError) as e:
+        state_place(url)
+    assert "SECRET" not in str(e.value)
+    assert "Zx9" not in str(e.value)
+    if url == ISSUE_URL:
+        r = feeds_cli(workspace.root, "status", "--state", url,
+                      "--subscriptions", str(workspace.subscriptions))  # fmt: skip
+        assert r.returncode == 2, r.stdout + r.stderr
+        said = r.stdout + r.stderr
+        assert "SECRET" not in said
+        assert "Zx9" not in said
+        assert "%40" in said
+        assert "PGPASSWORD" in said
+        assert "~/.pgpass" in said
+
+
+def test_an_unclear_state_url_in_the_settings_is_an_error_at_its_line(
+    workspace: Workspace,
+) -> None:
+    settings = workspace.root / "config" / "settings.yaml"
+    settings.write_text(f"site:\n  title: x\nstate: {json.dumps(ISSUE_URL)}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as e:
+        load(workspace.subscriptions, settings)
+    assert str(e.value).startswith(f"{settings}:3: state postgresql://…: ")
+    assert "SECRET" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("postgresql://papers:pa%40ss@127.0.0.1:5433/feeds", "papers:***@127.0.0.1:5433/feeds"),
+        ("postgresql://papers@127.0.0.1/feeds?user=a%40b", "papers@127.0.0.1/feeds?user=a%40b"),
+        ("postgresql://127.0.0.1/feeds?password=qSECRET", "127.0.0.1/feeds?password=***"),
+    ],
+)
+def test_a_state_url_written_as_libpq_reads_it_is_shown_without_its_password(
+    url: str, said: str
+) -> None:
+    from feeds.settings import state_place
+    from feeds.state._pg import shown
+
+    assert state_place(url) == (None, url)
+    assert shown(url) == "postgresql://" + said
+
+
+@pytest.mark.parametrize(
+    "url", ["s3://AKIAEXAMPLE:qHIDDEN@bkt/site", "s3://AKIAEXAMPLE:qHID/DEN@bkt/site"]
+)
+def test_keys_written_into_a_bucket_url_are_refused_without_a_word_of_them(url: str) -> None:
+    from feeds.settings import public_place
+
+    with pytest.raises(ConfigError) as e:
+        public_place(url)
+    assert "HID" not in str(e.value)
+    assert "AKIAEXAMPLE" not in str(e.value)
+    assert "AWS_ACCESS_KEY_ID" in str(e.value)
