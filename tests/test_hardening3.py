@@ -164,3 +164,54 @@ def test_keys_written_into_a_bucket_url_are_refused_without_a_word_of_them(url: 
     assert "HID" not in str(e.value)
     assert "AKIAEXAMPLE" not in str(e.value)
     assert "AWS_ACCESS_KEY_ID" in str(e.value)
+
+
+# --- 3. a first publish into a folder keeps the user's files, whatever their names --------
+
+USER_FILES = {
+    "topics/icml/99.html": b"<p>my own page</p>\n",
+    "topics/icml/notes.txt": b"mine\n",
+    "search/t-user/x.js": b"// my own script\n",
+    "search/p/mine/a.txt": b"mine\n",
+    "search/.build-notes/a.txt": b"mine\n",
+    "feeds/.drafts.tmp": b"mine\n",
+}
+ICML = "topics:\n  - id: icml\n    title: ICML\n    venues: [ICML]\n"
+
+
+def _user_files(public: Path) -> None:
+    for rel, data in USER_FILES.items():
+        (public / rel).parent.mkdir(parents=True, exist_ok=True)
+        (public / rel).write_bytes(data)
+
+
+def test_a_first_publish_keeps_the_users_files_that_look_like_ours(
+    workspace: Workspace, with_pagefind: None
+) -> None:
+    workspace.subscriptions.write_text(ICML, encoding="utf-8")
+    settings = workspace.root / "config" / "settings.yaml"
+    settings.write_text("site:\n  page_size: 10\n", encoding="utf-8")  # 60 papers: 5 parts
+    _user_files(workspace.public)
+    first = run(workspace.config(settings=settings), now=lambda: T0)
+    assert first.exit_code == 0
+    assert first.files.search == ""  # the search index was built
+    assert (workspace.public / "topics/icml/5.html").is_file()
+    assert sorted(p.name for p in (workspace.public / "search").glob("t-*")) != ["t-user"]
+    for rel, data in USER_FILES.items():
+        assert (workspace.public / rel).read_bytes() == data, rel
+
+    # Our own parts still go when the list gets shorter, and when the topic goes; the
+    # user's stay, and so does the folder that holds them.
+    settings.write_text("site:\n  page_size: 20\n", encoding="utf-8")  # 2 parts
+    run(workspace.config(settings=settings), now=lambda: T0 + timedelta(hours=1))
+    parts = sorted(p.name for p in (workspace.public / "topics/icml").glob("*.html"))
+    assert parts == ["1.html", "2.html", "99.html"]
+    workspace.subscriptions.write_text(ICML.replace("icml", "icml-2026"), encoding="utf-8")
+    run(workspace.config(settings=settings), now=lambda: T0 + timedelta(hours=2))
+    assert sorted(p.name for p in (workspace.public / "topics/icml").iterdir()) == [
+        "99.html",
+        "notes.txt",
+    ]
+    assert not (workspace.public / "feeds/icml.atom.xml").exists()
+    for rel, data in USER_FILES.items():
+        assert (workspace.public / rel).read_bytes() == data, rel
