@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -26,6 +28,7 @@ from feeds.pipeline import run
 from feeds.state import place_shown
 from tests.conftest import ROOT, Workspace
 from tests.linkserver import LinkServer, _Handler, send
+from tests.test_bucket import KEY, SECRET, Seaweed, seaweed  # noqa: F401 (seaweed: a fixture)
 
 T0 = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
 SEEDS = sorted((ROOT / "seeds").glob("*.txt"))
@@ -215,3 +218,104 @@ def test_a_first_publish_keeps_the_users_files_that_look_like_ours(
     assert not (workspace.public / "feeds/icml.atom.xml").exists()
     for rel, data in USER_FILES.items():
         assert (workspace.public / rel).read_bytes() == data, rel
+
+
+# --- 4. how every run ended, and 5. S3 errors in words, on a real SeaweedFS ---------------
+
+
+def _feeds(ws: Workspace, env: dict[str, str], *args: str) -> CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "feeds", *args, "--subscriptions", str(ws.subscriptions),
+         "--state", str(ws.state)],
+        cwd=ws.root, env=env, capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+
+
+def test_a_run_that_failed_to_upload_is_recorded_with_what_it_did_and_why(
+    seaweed: Seaweed,  # noqa: F811 (the fixture imported above)
+    workspace: Workspace,
+) -> None:
+    public = ["--inbox", str(workspace.inbox), "--offline", "--public", "s3://missing-bkt/site"]
+    failed = _feeds(workspace, seaweed.env(), "run", *public)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    reason = f"no such bucket 'missing-bkt' at {seaweed.endpoint}"
+    assert failed.stderr == f"error: cannot list s3://missing-bkt/site: {reason}\n"
+
+    status = _feeds(workspace, seaweed.env(), "status")
+    assert status.returncode == 0, status.stderr
+    lines = status.stdout.splitlines()
+    [i] = [n for n, line in enumerate(lines) if line.startswith("last run:")]
+    assert " failed while uploading after " in lines[i]
+    assert lines[i].endswith(" s; 2 new digests, 60 new papers, exit 1"), lines[i]
+    assert lines[i + 1] == f"  error: cannot list s3://missing-bkt/site: {reason}"
+    report = json.loads(_feeds(workspace, seaweed.env(), "status", "--json").stdout)
+    summary = report["last_run"]["summary"]
+    assert (summary["exit_code"], summary["failed_while"]) == (1, "uploading")
+    assert (summary["digests"], summary["papers_new"]) == (2, 60)
+    assert summary["error"] == f"cannot list s3://missing-bkt/site: {reason}"
+
+
+def test_a_run_that_succeeds_after_says_it_took_and_exited_0(workspace: Workspace) -> None:
+    from feeds.cli.report import gather, render_text
+
+    config = workspace.config()
+    run(config, now=lambda: T0)
+    [line] = [x for x in render_text(gather(config)).splitlines() if x.startswith("last run:")]
+    assert " took " in line
+    assert line.endswith("; 2 new digests, 60 new papers, exit 0"), line
+
+
+def test_without_keys_a_bucket_says_so_and_never_names_the_metadata_address(
+    seaweed: Seaweed,  # noqa: F811 (the fixture imported above)
+    workspace: Workspace,
+    tmp_path: Path,
+) -> None:
+    env = seaweed.env()
+    del env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]
+    env.update(HOME=str(tmp_path), AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"))
+    args = ["--inbox", str(workspace.inbox), "--offline", "--public", "s3://site/nokeys"]
+    done = _feeds(workspace, env, "run", *args)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr == (
+        "error: cannot use s3://site/nokeys: no S3 credentials: set AWS_ACCESS_KEY_ID and"
+        " AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)\n"
+    )
+    # A profile of the shared credentials file holds them: the upload goes through.
+    (tmp_path / "credentials").write_text(
+        f"[lab]\naws_access_key_id = {KEY}\naws_secret_access_key = {SECRET}\n", "utf-8"
+    )
+    env.update(AWS_PROFILE="lab", AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "credentials"))
+    again = _feeds(workspace, env, "run", *args)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "index.html" in seaweed.objects("nokeys")
+
+
+def test_the_services_own_code_and_message_are_said(
+    seaweed: Seaweed,  # noqa: F811 (the fixture imported above)
+    workspace: Workspace,
+) -> None:
+    env = {**seaweed.env(), "AWS_ACCESS_KEY_ID": "not-a-key"}
+    args = ["--inbox", str(workspace.inbox), "--offline", "--public", "s3://site/badkey"]
+    done = _feeds(workspace, env, "run", *args)
+    assert done.returncode == 1
+    assert done.stderr == (
+        "error: cannot list s3://site/badkey: InvalidAccessKeyId: The access key ID you"
+        " provided does not exist in our records.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "said",
+    [  # what obstore says when it asked the cloud's metadata service for credentials
+        (
+            "Generic S3 error: Error performing PUT http://169.254.169.254/latest/api/token in"
+            " 2.1s, after 3 retries, max_retries: 3, retry_timeout: 60s  - HTTP error: error"
+            " sending request\n\nDebug source: ..."
+        ),
+        "Generic S3 error: Error performing GET http://169.254.170.2/v2/credentials - HTTP",
+    ],
+)
+def test_a_failed_ask_for_instance_credentials_is_said_in_words(said: str) -> None:
+    from feeds.publish.s3 import NO_CREDENTIALS, reason
+
+    assert reason(RuntimeError(said)) == NO_CREDENTIALS

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from feeds.config import load
-from feeds.errors import EXIT_FAILURE, EXIT_USAGE, ConfigError, FeedsError
+from feeds.errors import ConfigError, FeedsError, exit_status
 from feeds.settings import Config, check_places, public_place, state_place
 
 DEFAULT_SUBSCRIPTIONS = Path("config/subscriptions.yaml")
@@ -107,7 +107,7 @@ def inbox_exists(config: Config, options: tuple[Path, ...]) -> None:
 
 def fail(e: FeedsError) -> None:
     click.echo(f"error: {e}", err=True)
-    sys.exit(EXIT_USAGE if isinstance(e, ConfigError) else EXIT_FAILURE)
+    sys.exit(exit_status(e))
 
 
 def progress_line(message: str) -> None:
