@@ -10,6 +10,7 @@ files and SQLite states, a real SeaweedFS (tests/test_bucket.py), systemd-analyz
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -19,12 +20,14 @@ from pathlib import Path
 from subprocess import CompletedProcess
 
 import pytest
+import yaml
 
 from feeds.alerts.deliver import deliver
-from feeds.alerts.send import send_pending
+from feeds.alerts.send import DEFAULT_MAX_PAPERS, send_pending
 from feeds.config import load
 from feeds.errors import ConfigError
 from feeds.pipeline import run
+from feeds.settings import LinkSettings, Settings
 from feeds.state import place_shown
 from tests.conftest import ROOT, Workspace
 from tests.linkserver import LinkServer, _Handler, send
@@ -319,3 +322,32 @@ def test_a_failed_ask_for_instance_credentials_is_said_in_words(said: str) -> No
     from feeds.publish.s3 import NO_CREDENTIALS, reason
 
     assert reason(RuntimeError(said)) == NO_CREDENTIALS
+
+
+# --- 6. `feeds init` writes the whole menu -----------------------------------------------
+
+SETTING = re.compile(r"# ( *(?:- )?[a-z_]+:.*| *- .*| +#.*)")
+
+
+def test_the_settings_feeds_init_writes_hold_every_setting(tmp_path: Path) -> None:
+    from feeds.config.read import _LINK_KEYS, _SETTINGS_KEYS, read_settings
+
+    example = (ROOT / "feeds" / "examples" / "settings.yaml").read_text("utf-8")
+    lines = [m.group(1) for line in example.splitlines() if (m := SETTING.fullmatch(line))]
+    uncommented = tmp_path / "settings.yaml"
+    uncommented.write_text("\n".join(lines) + "\n", "utf-8")
+    menu = yaml.safe_load(uncommented.read_text("utf-8"))
+    assert set(menu) == set(_SETTINGS_KEYS)
+    assert set(menu["links"]) == set(_LINK_KEYS)
+    assert set(menu["site"]) == {"title", "base_url", "page_size"}
+    [alert] = menu["alerts"]
+    assert set(alert) == {"to", "topics", "every", "max_papers"}
+    assert {"arxiv": ["cs.CL", "cs.LG"]} in menu["sources"]
+    # The other engines, named where their settings are.
+    assert "s3://bucket/prefix" in example
+    assert "postgresql://user@host:port/database" in example
+    # What it shows is valid, and the defaults it claims are the defaults.
+    settings = read_settings(uncommented)
+    assert settings.links == LinkSettings()
+    assert settings.arxiv_backfill == Settings().arxiv_backfill
+    assert settings.alerts[0].max_papers == DEFAULT_MAX_PAPERS
