@@ -9,6 +9,7 @@ files and SQLite states, a real SeaweedFS (tests/test_bucket.py), systemd-analyz
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -351,3 +352,92 @@ def test_the_settings_feeds_init_writes_hold_every_setting(tmp_path: Path) -> No
     assert settings.links == LinkSettings()
     assert settings.arxiv_backfill == Settings().arxiv_backfill
     assert settings.alerts[0].max_papers == DEFAULT_MAX_PAPERS
+
+
+# --- 7. the systemd and cron examples ------------------------------------------------------
+
+UNITS = ROOT / "contrib" / "systemd"
+SERVICES = ("paperfeeds.service", "paperfeeds-watch.service")
+
+
+def _section(unit: Path, name: str) -> dict[str, str]:
+    """Return a unit file's section as key to value (the last of a key wins)."""
+    out: dict[str, str] = {}
+    current = ""
+    for line in unit.read_text("utf-8").splitlines():
+        if line.startswith("["):
+            current = line.strip("[]")
+        elif current == name and "=" in line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            out[key] = value
+    return out
+
+
+def test_the_shipped_units_verify_and_the_timer_fires_every_15_minutes(tmp_path: Path) -> None:
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed (apt-get install systemd)")
+    # The units as a user installs them: the project and env file where the units say.
+    project = tmp_path / "srv"
+    (project / ".venv" / "bin").mkdir(parents=True)
+    (project / ".venv" / "bin" / "feeds").write_text("#!/bin/sh\n", "utf-8")
+    (project / ".venv" / "bin" / "feeds").chmod(0o755)
+    (tmp_path / "paperfeeds.env").write_text("", "utf-8")
+    for unit in UNITS.iterdir():
+        text = unit.read_text("utf-8").replace("/srv/paperfeeds", str(project))
+        text = text.replace("/etc/paperfeeds.env", str(tmp_path / "paperfeeds.env"))
+        (tmp_path / unit.name).write_text(text, "utf-8")
+    names = [f"./{unit.name}" for unit in sorted(UNITS.iterdir())]
+    verified = subprocess.run([analyze, "verify", *names], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60, check=False)  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert verified.stdout + verified.stderr == ""
+    timer = _section(UNITS / "paperfeeds.timer", "Timer")
+    assert timer.get("Persistent") == "true"
+    calendar = subprocess.run(
+        [analyze, "calendar", "--iterations=3", timer.get("OnCalendar", "")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert calendar.returncode == 0, calendar.stdout + calendar.stderr
+    times = re.findall(r"(?:Next elapse|Iter\. #\d): \w+ \S+ (\d\d:\d\d:\d\d)", calendar.stdout)
+    minutes = [int(t[:2]) * 60 + int(t[3:5]) for t in times]
+    assert [(b - a) % 1440 for a, b in itertools.pairwise(minutes)] == [15, 15]
+
+
+def test_a_persistent_timer_has_a_calendar_to_catch_up_on() -> None:
+    # systemd honours Persistent= only with OnCalendar= (systemd.timer(5)).
+    timer = _section(UNITS / "paperfeeds.timer", "Timer")
+    if timer.get("Persistent") == "true":
+        assert "OnCalendar" in timer
+        assert not {"OnUnitActiveSec", "OnBootSec", "OnActiveSec"} & set(timer)
+
+
+@pytest.mark.parametrize("unit", SERVICES)
+def test_a_service_s_comment_names_every_line_to_change(unit: str) -> None:
+    service = _section(UNITS / unit, "Service")
+    comments = "\n".join(
+        line for line in (UNITS / unit).read_text("utf-8").splitlines() if line.startswith("#")
+    )
+    for key, value in service.items():
+        if "/srv/paperfeeds" in value:
+            assert f"{key}=" in comments, (unit, key)
+    assert "User=" in comments
+
+
+def test_the_env_file_is_said_to_hold_every_secret_a_run_needs() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    secrets = readme[readme.index("### Secrets for cron and systemd") :]
+    secrets = secrets[: secrets.index("\n## ")]
+    for where in (secrets, *(UNITS / unit for unit in SERVICES), ROOT / "contrib" / "crontab"):
+        text = where if isinstance(where, str) else where.read_text("utf-8")
+        for name in ("PGPASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            assert name in text, (str(where)[:40], name)
+
+
+def test_every_cron_line_of_the_readme_is_the_crontab_s_with_its_env_file() -> None:
+    [job] = [x for x in (ROOT / "contrib" / "crontab").read_text("utf-8").splitlines()
+             if re.match(r"^[*\d]", x)]  # fmt: skip
+    readme = (ROOT / "README.md").read_text("utf-8")
+    lines = [x for x in readme.splitlines() if re.match(r"^[*\d/,-]+ [*\d/,-]+ \* \* \*", x)]
+    assert lines
+    assert set(lines) == {job}
