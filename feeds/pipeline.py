@@ -7,7 +7,7 @@ import contextlib
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -183,6 +183,12 @@ def _cycle(
         raise
     seconds = time.monotonic() - began
     summary = _summary(got, store, new_matches, report, files, bucket, alerts, seconds)
+    if summary.alerts_sent:
+        from feeds.alerts.send import links_nobody_opens
+
+        unopened = links_nobody_opens(config)
+        if unopened:  # said by each run that sends such a message
+            summary = replace(summary, warnings=(*summary.warnings, unopened))
     with store.transaction():
         store.finish_run(run_id, clock(), summary.as_json())
     return summary

@@ -3,6 +3,7 @@ linked to (feeds.publish). Pure."""
 
 from __future__ import annotations
 
+import ipaddress
 from urllib.parse import urlsplit, urlunsplit
 
 # How to write a user name or password that the URL's own characters would cut short.
@@ -59,3 +60,18 @@ def shown_url(url: str) -> str:
         return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
     except ValueError:  # `[::1` with no `]`: what it holds is not known to be safe to show
         return f"{scheme}://…"
+
+
+def only_here(url: str) -> bool:
+    """Return True when a URL's host is this machine (`localhost`, `127.0.0.1`, `[::1]`):
+    a link to it opens nowhere else."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

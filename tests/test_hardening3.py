@@ -441,3 +441,51 @@ def test_every_cron_line_of_the_readme_is_the_crontab_s_with_its_env_file() -> N
     lines = [x for x in readme.splitlines() if re.match(r"^[*\d/,-]+ [*\d/,-]+ \* \* \*", x)]
     assert lines
     assert set(lines) == {job}
+
+
+# --- 8. alerts that link to localhost -------------------------------------------------------
+
+LOCAL_LINKS = (
+    "alerts link to http://localhost:8000/, which opens only on this machine: set"
+    " site.base_url to where public/ is served"
+)
+
+
+def test_check_and_the_run_that_sends_say_that_alerts_link_to_localhost(
+    workspace: Workspace, web: LinkServer, feeds_cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from feeds.cli.run import print_summary
+
+    hook = SlowHook(web, 0)
+    settings = _alerting(workspace, hook.url)
+    check = feeds_cli(workspace.root, "check", "--settings", str(settings),
+                      "--subscriptions", str(workspace.subscriptions), "--quiet")  # fmt: skip
+    assert f"{settings}:4: warning: {LOCAL_LINKS}" in check.stdout, check.stdout
+    config = workspace.config(settings=settings)
+    first = run(config, now=lambda: T0)
+    assert LOCAL_LINKS not in first.warnings  # nothing sent: nothing to say
+    shutil.copy(SEEDS[1], workspace.inbox / SEEDS[1].name)
+    second = run(config, now=lambda: T0 + timedelta(hours=1))
+    assert second.alerts_sent
+    assert LOCAL_LINKS in second.warnings
+    print_summary(second, config, quiet=True, offline=False)  # `feeds run --quiet` says it
+    assert f"warning: {LOCAL_LINKS}\n" in capsys.readouterr().err
+    assert "http://localhost:8000/papers/" in str(hook.bodies[0]["message"])
+
+    # Set to where the site is served, nothing is said.
+    settings.write_text(settings.read_text("utf-8") + "site:\n  base_url: https://x.org/p/\n")
+    check = feeds_cli(workspace.root, "check", "--settings", str(settings),
+                      "--subscriptions", str(workspace.subscriptions))  # fmt: skip
+    assert "opens only on this machine" not in check.stdout
+
+
+@pytest.mark.parametrize(
+    ("url", "here"),
+    [("http://localhost:8000/", True), ("http://127.0.0.1/", True), ("http://[::1]:9/", True),
+     ("http://papers.localhost/", True), ("https://example.org/", False),
+     ("http://10.0.0.7/", False)],
+)  # fmt: skip
+def test_only_loopback_addresses_open_only_here(url: str, here: bool) -> None:
+    from feeds.urls import only_here
+
+    assert only_here(url) is here
