@@ -489,3 +489,33 @@ def test_only_loopback_addresses_open_only_here(url: str, here: bool) -> None:
     from feeds.urls import only_here
 
     assert only_here(url) is here
+
+
+# --- 9. conditional requests compare entity tags weakly ------------------------------------
+
+
+def test_serve_answers_a_weak_entity_tag_of_the_file_with_304(tmp_path: Path) -> None:
+    from tests.test_serve import published, request, start_serve, stop
+
+    ws = published(tmp_path / "ws")
+    proc, port = start_serve(ws.public, ws.root)
+    try:
+        etag = request(port, "/feeds/all.atom.xml")[1]["etag"]
+        for held in (f"W/{etag}", f'"nope", W/{etag}', f'W/"nope",{etag}'):
+            status, headers, body = request(port, "/feeds/all.atom.xml", {"If-None-Match": held})
+            assert (status, body, headers["etag"]) == (304, b"", etag), held
+        other = request(port, "/feeds/all.atom.xml", {"If-None-Match": 'W/"nope"'})
+        assert other[0] == 200
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize(
+    ("header", "holds"),
+    [('"a-1"', True), ('W/"a-1"', True), (' "x" , W/"a-1" ', True), ("*", True),
+     ('"a-1x"', False), ('W/"a-2"', False), ('"x,a-1"', False), ("", False)],
+)  # fmt: skip
+def test_if_none_match_is_a_weak_comparison(header: str, holds: bool) -> None:
+    from feeds.serve import none_match_holds
+
+    assert none_match_holds(header, '"a-1"') is holds
