@@ -519,3 +519,53 @@ def test_if_none_match_is_a_weak_comparison(header: str, holds: bool) -> None:
     from feeds.serve import none_match_holds
 
     assert none_match_holds(header, '"a-1"') is holds
+
+
+# --- 10. config: an empty list at its line, `check -q` says only problems, "1 paper" ------
+
+
+@pytest.mark.parametrize("key", ["any", "none", "venues", "authors", "fields", "all", "like"])
+def test_an_empty_list_beside_another_criterion_is_an_error_at_its_line(
+    tmp_path: Path, key: str
+) -> None:
+    from feeds.config import load_subscriptions
+
+    subs = tmp_path / "subscriptions.yaml"
+    other = "venues: [ICML]" if key != "venues" else "any: [LLM]"
+    subs.write_text(
+        f"topics:\n  - id: a\n    title: A\n    {other}\n    {key}: []\n", encoding="utf-8"
+    )
+    with pytest.raises(ConfigError) as e:
+        load_subscriptions(subs)
+    assert str(e.value) == f"{subs}:5: {key} must not be empty"
+    subs.write_text(f"topics:\n  - id: a\n    title: A\n    {other}\n    {key}:\n", "utf-8")
+    with pytest.raises(ConfigError) as e:
+        load_subscriptions(subs)
+    assert str(e.value).startswith(f"{subs}:5: {key} ")  # as `any:` with no value always was
+
+
+def test_check_quiet_prints_only_problems(workspace: Workspace, feeds_cli: Cli) -> None:
+    run(workspace.config(), now=lambda: T0)
+    args = ["check", "-q", "--subscriptions", str(workspace.subscriptions),
+            "--state", str(workspace.state)]  # fmt: skip
+    assert feeds_cli(workspace.root, *args).stdout == ""  # nothing wrong: nothing said
+    with workspace.subscriptions.open("a", encoding="utf-8") as f:
+        f.write("  - id: lk\n    title: LK losses\n    any: [LK losses, zzqqxx]\n")
+    quiet = feeds_cli(workspace.root, *args)
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stdout == "lk: warning: terms that match no stored paper: zzqqxx\n"
+
+
+def test_a_count_of_one_is_singular_in_what_check_says(
+    workspace: Workspace, feeds_cli: Cli
+) -> None:
+    run(workspace.config(), now=lambda: T0)
+    workspace.subscriptions.write_text(
+        "topics:\n  - id: md\n    title: MD\n    like: ['MineDraft: A Framework for Batch"
+        " Parallel Speculative Decoding']\n    min_similarity: 0.5\n",
+        encoding="utf-8",
+    )
+    r = feeds_cli(workspace.root, "check", "--subscriptions", str(workspace.subscriptions),
+                  "--state", str(workspace.state))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "  md: 1 paper like MineDraft (min_similarity 0.5)" in r.stdout.splitlines()

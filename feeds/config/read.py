@@ -142,6 +142,9 @@ def _read(path: Path) -> yaml.Node | None:
 _TOPIC_KEYS: tuple[str, ...] = ("id", "title", "description", "any", "all", "none", "fields")
 _TOPIC_KEYS += ("authors", "institutions", "venues", "max_items", "like", "unlike")
 _TOPIC_KEYS += ("min_similarity",)
+# What a topic lists: an empty list is a mistake (left out, it would say the same).
+_CRITERIA = ("any", "all", "none", "fields", "authors", "institutions", "venues", "like")
+_CRITERIA += ("unlike",)
 
 
 def read_subscriptions(path: Path) -> tuple[Topic, ...]:
@@ -238,6 +241,9 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
             f"topic {topic_id!r} has no positive criterion; give at least one of any, all,"
             " authors, institutions, venues, like ('none' alone would match everything)",
         )
+    for key in _CRITERIA:  # `any: []` beside other criteria would be no criterion at all
+        if key in m and isinstance(m[key], yaml.SequenceNode) and not m[key].value:
+            raise r.fail(m[key], f"{key} must not be empty")
     for key in ("unlike", "min_similarity"):
         if key in m and not criteria.like:
             raise r.fail(m[key], f"{key} needs like: the examples a paper is compared with")

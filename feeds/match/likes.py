@@ -130,7 +130,7 @@ def report(store: Store, topics: Sequence[Topic], where: str) -> tuple[dict[str,
     per topic its examples and threshold, the stored papers it takes with their scores,
     and those just below the threshold (to tune it by)."""
     from feeds.match import similar
-    from feeds.words import shorten
+    from feeds.words import count, shorten
 
     like_topics = [t for t in topics if t.criteria.like]
     if not like_topics:
@@ -149,11 +149,11 @@ def report(store: Store, topics: Sequence[Topic], where: str) -> tuple[dict[str,
         taken = [s for s in ranked if s.passes]
         near = [s for s in ranked if not s.passes]
         examples = ", ".join(e.label for e in like.like)
-        lines.append(f"  {topic.id}: {len(taken)} papers like {shorten(examples, 60)}"
+        lines.append(f"  {topic.id}: {count(len(taken), 'paper')} like {shorten(examples, 60)}"
                      f" (min_similarity {like.min_similarity:g})")  # fmt: skip
         lines += [f"      {s.score:.2f}  {shorten(papers[s.index].title, 80)}" for s in taken[:10]]
         if len(taken) > 10:
-            lines.append(f"      … and {len(taken) - 10} more")
+            lines.append(f"      … and {len(taken) - 10:,} more")
         if near:
             lines.append(f"    just below {like.min_similarity:g}:")
             lines += [

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from feeds.errors import DigestRejected
 from feeds.sources.inbox import Input, inbox_files, read_input, shown
+from feeds.words import count
 
 if TYPE_CHECKING:
     from feeds.model import Diagnostic, Link, Paper
@@ -74,7 +75,7 @@ def ingest(
     # Digests are ingested in commits of many, each whole or not at all (Store.batched).
     with store.batched(_PAPERS_PER_COMMIT) as batch:
         for n, item in enumerate(_inputs(s, store, now, settle, offline, got, last_run), 1):
-            progress(f"digest {n}: {item.name} ({got.counts['new']} new papers so far)")
+            progress(f"digest {n:,}: {item.name} ({count(got.counts['new'], 'new paper')} so far)")
             batch.done(_digest(store, item, now, got))
     if s.arxiv:
         _harvest(s, store, now, got, progress, arxiv, last_run)
