@@ -143,8 +143,8 @@ _TOPIC_KEYS: tuple[str, ...] = ("id", "title", "description", "any", "all", "non
 _TOPIC_KEYS += ("authors", "institutions", "venues", "max_items", "like", "unlike")
 _TOPIC_KEYS += ("min_similarity",)
 # What a topic lists: an empty list is a mistake (left out, it would say the same).
-_CRITERIA = ("any", "all", "none", "fields", "authors", "institutions", "venues", "like")
-_CRITERIA += ("unlike",)
+_CRITERIA: tuple[str, ...] = ("any", "all", "none", "fields", "authors", "institutions", "venues")
+_CRITERIA += ("like", "unlike")
 
 
 def read_subscriptions(path: Path) -> tuple[Topic, ...]:
