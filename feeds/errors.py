@@ -43,6 +43,12 @@ class StateError(FeedsError):
     """The state database cannot be opened, is locked, or is from a newer version."""
 
 
+class LockHeld(StateError):
+    """Another process holds the state's lock: it is publishing. What to do about it is the
+    caller's to say (`feeds run`: try again when it has finished; `feeds watch`: nothing,
+    its next cycle tries again)."""
+
+
 class PublishError(FeedsError):
     """public/ cannot be written (permissions, a full disk, a file where a folder should be).
 

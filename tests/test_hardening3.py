@@ -9,12 +9,15 @@ files and SQLite states, a real SeaweedFS (tests/test_bucket.py), systemd-analyz
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
 import json
 import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,7 +28,7 @@ import yaml
 
 from feeds.alerts.deliver import deliver
 from feeds.alerts.send import DEFAULT_MAX_PAPERS, send_pending
-from feeds.config import load
+from feeds.config import Config, load
 from feeds.errors import ConfigError
 from feeds.pipeline import run
 from feeds.settings import LinkSettings, Settings
@@ -569,3 +572,169 @@ def test_a_count_of_one_is_singular_in_what_check_says(
                   "--state", str(workspace.state))  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "  md: 1 paper like MineDraft (min_similarity 0.5)" in r.stdout.splitlines()
+
+
+# --- 11. smaller things ---------------------------------------------------------------------
+
+
+def test_a_closed_standard_output_does_not_fail_a_run_that_did_its_work(
+    workspace: Workspace,
+) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "feeds", "run", *workspace.cli_args()],
+        cwd=workspace.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    proc.stdout.close()  # `| head -0`: the reader is gone before the run says a word
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert err == b""
+    assert (workspace.public / "index.html").is_file()
+
+
+def test_the_run_says_every_number_alike() -> None:
+    from feeds.cli.run import print_summary
+    from feeds.pipeline import RunSummary
+    from feeds.publish.write import WriteStats
+
+    summary = RunSummary(
+        digests=1200, papers_new=10000, papers_total=10807, papers_updated=1500,
+        links_found=2500, files=WriteStats(10807, 12268, 1001),
+        bucket={"put": 12156, "deleted": 1001, "unchanged": 12268},
+    )  # fmt: skip
+    config = Config(Settings(public_url="s3://site/p"), (), Path("s.yaml"))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_summary(summary, config, quiet=False, offline=True)
+    said = out.getvalue()
+    assert "digests: 1,200 new," in said
+    assert "papers: 10,000 new, 1,500 updated, 10,807 in total" in said
+    assert "links: 2,500 new in digests" in said
+    assert "10,807 files written, 12,268 unchanged, 1,001 removed" in said
+    assert "bucket: 12,156 objects uploaded, 1,001 deleted, 12,268 unchanged" in said
+    numbers = [re.sub(r" in \S+$", "", line) for line in said.splitlines()]  # not the places
+    assert not [line for line in numbers if re.search(r"\d{4}", line)]
+
+
+def test_a_run_under_many_topics_names_the_largest_few_new_matches() -> None:
+    from feeds.cli.run import GAINS_SHOWN, say_gains
+
+    gains = {f"t{n:03}": n % 7 for n in range(120)}
+    said = say_gains(gains)
+    named = said.rpartition(" and ")[0].split(", ")
+    assert len(named) == GAINS_SHOWN
+    assert all(part.endswith("+6") for part in named)  # the largest
+    assert said.endswith(f" and {sum(1 for n in gains.values() if n) - GAINS_SHOWN} more topics")
+    assert say_gains({"a": 3, "b": 0, "c": 1}) == "a +3, c +1"  # a few: all, in order
+    assert say_gains({"a": 0}) == "none"
+
+
+def test_watch_says_its_times_with_seconds_and_skips_a_locked_cycle_without_advice(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    from feeds.state.lock import exclusive
+
+    settings = workspace.root / "config" / "settings.yaml"
+    settings.write_text("schedule:\n  every: 20s\nlinks:\n  check: false\n", "utf-8")
+    err = tmp_path / "watch.err"
+    args = ["watch", *workspace.cli_args(), "--settings", str(settings)]
+    with exclusive(workspace.state), err.open("w") as e:  # a `feeds run` is publishing
+        proc = subprocess.Popen([sys.executable, "-m", "feeds", *args], cwd=workspace.root,
+                                stdout=subprocess.DEVNULL, stderr=e)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while "cycle skipped" not in err.read_text() and proc.poll() is None:
+                assert time.monotonic() < deadline, err.read_text()
+                time.sleep(0.1)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+    log = err.read_text()
+    assert re.search(r"every 20s: a cycle now, then \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", log), log
+    [skipped] = [line for line in log.splitlines() if "cycle skipped" in line]
+    assert "is publishing with this state" in skipped
+    assert "try again" not in skipped.lower()  # it does, itself, at the next cycle
+
+
+def test_run_says_to_try_again_when_another_process_publishes(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from feeds.cli.common import fail
+    from feeds.errors import LockHeld
+    from feeds.state.lock import exclusive
+
+    with exclusive(workspace.state), pytest.raises(LockHeld) as held:
+        run(workspace.config(), now=lambda: T0, lock_wait=0.2)
+    with pytest.raises(SystemExit) as exited:
+        fail(held.value)
+    assert exited.value.code == 1
+    assert capsys.readouterr().err.endswith("waited 0s. Try again when it has finished\n")
+
+
+def test_alerts_lists_the_destinations_before_the_first_run(
+    workspace: Workspace, feeds_cli: Cli
+) -> None:
+    settings = workspace.root / "config" / "settings.yaml"
+    settings.write_text('alerts:\n  - to: "json://127.0.0.1:9/hook"\n', "utf-8")
+    r = feeds_cli(workspace.root, "alerts", "--settings", str(settings),
+                  "--state", str(workspace.state),
+                  "--subscriptions", str(workspace.subscriptions))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert (
+        r.stdout == "alerts to webhook (json) at 127.0.0.1:9: nothing sent yet, 0 papers pending\n"
+    )
+    assert not workspace.state.exists()  # listing makes no state
+
+
+def test_a_secret_that_is_part_of_a_word_leaves_apprise_s_words_whole(web: LinkServer) -> None:
+    from tests.test_alerts import MINEDRAFT, SITE, compose
+
+    web.route("/hook", lambda req: send(req, 500, body=b"{}"))
+    url = f"json://127.0.0.1:{web.port}/hook?+X-Token=err&+X-Key=Ser"
+    failed = deliver(url, compose([MINEDRAFT], SITE), timeout=30)
+    assert failed.error == (
+        "Failed to send JSON POST notification: Internal server error., error=500."
+    )
+    from feeds.alerts.deliver import _redact
+
+    said = "refused err; token err, Ser-err: err"
+    assert _redact(said, url, "webhook (json)") == "refused ***; token ***, ***-***: ***"
+
+
+def test_an_alert_subject_quotes_titles_that_hold_and() -> None:
+    from feeds.alerts.message import compose
+    from tests.test_alerts import SITE, new
+
+    papers = [new(1, "llm-rl", "LLM reasoning and RL"), new(2, "llm-rl", "LLM reasoning and RL"),
+              new(3, "hall", "Hallucination"), new(4, "graphs", "Graphs, trees")]  # fmt: skip
+    subject = compose(papers, SITE).subject
+    assert subject == (
+        "paperfeeds: 4 new papers in “LLM reasoning and RL”, “Graphs, trees”, “Hallucination”"
+    )
+    plain = compose([new(1, "hall", "Hallucination"), new(2, "spec", "Speculative")], SITE)
+    assert plain.subject == "paperfeeds: 2 new papers in Hallucination, Speculative"
+
+
+def test_serve_with_a_base_url_on_port_0_serves_on_a_free_port(workspace: Workspace) -> None:
+    from tests.test_serve import request, stop
+
+    run(workspace.config(), now=lambda: T0)
+    settings = workspace.root / "config" / "settings.yaml"
+    settings.write_text("site:\n  base_url: http://localhost:0/\n", "utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "feeds", "serve", "--public", str(workspace.public),
+         "--settings", str(settings)],
+        cwd=workspace.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        found = re.match(r"serving .* at http://localhost:(\d+)/ ", line)
+        assert found, line
+        port = int(found.group(1))
+        assert port not in (0, 80)
+        assert request(port, "/feeds.opml")[0] == 200
+    finally:
+        stop(proc)
+    assert proc.stderr is not None
+    assert f"Set site.base_url to http://localhost:{port}/" in proc.stderr.read()

@@ -281,11 +281,17 @@ def _redact(text: str, url: str, shown: str) -> str:
     the SMTP server's name), and blanked wherever else it stands.
     """
     kept = [span for word in re.split(r"[\s()\[\]:]+", shown) for span in _spans(text, word)]
+    found = [
+        (start, end)
+        for secret in _secrets(url)
+        for start, end in _spans(text, secret)
+        if not any(s <= start and end <= e for s, e in kept)
+    ]
+    secret_at = {i for start, end in found for i in range(start, end)}
     blank = [False] * len(text)
-    for secret in _secrets(url):
-        for start, end in _spans(text, secret):
-            if not any(s <= start and end <= e for s, e in kept):
-                blank[start:end] = [True] * (end - start)
+    for start, end in found:
+        if not _in_word(text, start, end, secret_at):
+            blank[start:end] = [True] * (end - start)
     out: list[str] = []
     for i, c in enumerate(text):
         if not blank[i]:
@@ -293,6 +299,17 @@ def _redact(text: str, url: str, shown: str) -> str:
         elif i == 0 or not blank[i - 1]:
             out.append("***")
     return "".join(out)
+
+
+def _in_word(text: str, start: int, end: int, secret_at: set[int]) -> bool:
+    """Return True when text[start:end] is the inside of a longer word (a secret "err" in
+    "error"): letters that are no secret's go on past it, on a side where it begins or
+    ends with one. A secret stands apart, by a separator or a digit (`%20` before a token),
+    or beside another secret, wherever Apprise quotes it; blanking "Internal server ***or"
+    hid the words and said that "err" was a secret."""
+    before = start > 0 and text[start].isalpha() and text[start - 1].isalpha()
+    after = end < len(text) and text[end - 1].isalpha() and text[end].isalpha()
+    return (before and start - 1 not in secret_at) or (after and end not in secret_at)
 
 
 def _spans(text: str, part: str) -> list[tuple[int, int]]:

@@ -69,15 +69,28 @@ def _present(path: str | bytes) -> bool:
     return os.path.exists(path) or not os.path.isdir(os.path.dirname(path) or ".")
 
 
-def _alerts(config: Config, store: Store) -> list[dict[str, Any]]:
+def alert_report(config: Config) -> list[dict[str, Any]]:
+    """Return each alert destination as `feeds alerts` lists it (see _alerts); before the
+    first run, with nothing sent yet (the state, made by that run, is not made here)."""
+    path = config.settings.database
+    if not exists(path):
+        return _alerts(config, None)
+    store = Store(path, datetime.now(UTC))
+    try:
+        return _alerts(config, store)
+    finally:
+        store.close()
+
+
+def _alerts(config: Config, store: Store | None) -> list[dict[str, Any]]:
     """Return each alert destination as status shows it: service and host (never the URL),
     last sent, papers pending, the last error."""
-    records = {r.key: r for r in store.alert_records()}
+    records = {r.key: r for r in store.alert_records()} if store is not None else {}
     topics = [t.id for t in config.topics]
     out = []
     for dest in config.settings.alerts:
         record = records.get(dest.key)
-        if record is None:  # not used by a run yet: it starts when it is
+        if record is None or store is None:  # not used by a run yet: it starts when it is
             out.append({"destination": _shown(dest), "last_sent": None, "pending": 0,
                         "error": None, "next_try": None})  # fmt: skip
             continue
