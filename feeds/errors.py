@@ -12,6 +12,7 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2  # a usage or config error: nothing was done
 EXIT_REJECTED = 3  # published, but some inputs were rejected
 EXIT_UNDELIVERED = 4  # published, but some alert destinations failed (their papers wait)
+EXIT_INTERRUPTED = 130  # stopped by Ctrl-C (128 + SIGINT), as shells report it
 
 
 class FeedsError(Exception):
@@ -42,9 +43,23 @@ class StateError(FeedsError):
     """The state database cannot be opened, is locked, or is from a newer version."""
 
 
+class LockHeld(StateError):
+    """Another process holds the state's lock: it is publishing. What to do about it is the
+    caller's to say (`feeds run`: try again when it has finished; `feeds watch`: nothing,
+    its next cycle tries again)."""
+
+
 class PublishError(FeedsError):
     """public/ cannot be written (permissions, a full disk, a file where a folder should be).
 
     The files published before stay whole, and the state still marks what was not
     published: the next run writes it.
     """
+
+
+def exit_status(error: BaseException) -> int:
+    """Return the exit status of a command that ends with this error: 2 for a config or
+    usage error (nothing was done), 130 for an interrupt (as a shell reports Ctrl-C), else 1."""
+    if isinstance(error, ConfigError):
+        return EXIT_USAGE
+    return EXIT_INTERRUPTED if isinstance(error, KeyboardInterrupt) else EXIT_FAILURE

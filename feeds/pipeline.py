@@ -3,10 +3,11 @@ orders the steps and decides nothing itself: each stage's step is its folder's."
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from feeds.net.pacing import Throttle
 
 Progress = Callable[[str], None]
+_MOST_SAID = 500  # characters of a failed run's error kept in the state
 
 
 def _utcnow() -> datetime:
@@ -129,46 +131,89 @@ def _cycle(
         # alerts count on ("sent everything that entered up to T").
         now = last + timedelta(seconds=1)
     run_id = store.start_run(now)
-    # One pace for everything a run asks arXiv: its harvests and the lookups after them.
-    asks_arxiv = (s.arxiv or s.links.check) and not offline
-    arxiv = _throttle(s.links.arxiv_delay) if asks_arxiv else None
-    got = ingest(s, store, now, progress, offline=offline, settle=settle, arxiv=arxiv,
-                 last_run=last)  # fmt: skip
-    progress("matching")
-    new_matches = update_members(
-        config.topics, store, now, progress, where=str(config.subscriptions_path)
-    )
-    progress("publishing")
-    # The renderers are imported only if something changed (or `repair` asks for all).
-    files = publish(config, store, force=repair, progress=progress)
-    # Links are resolved after publishing: feeds go out with what is known, and the
-    # items whose links changed are published again below.
-    report = None
-    if s.links.check and not offline:
-        from feeds.links.resolve import resolve_links  # the network stack, only when used
-        from feeds.sources.arxiv.lookup import parse_arxiv
-
-        report = resolve_links(store, s.links, now, progress, arxiv, parse_arxiv)
-        if report.changed or report.found:
-            progress("publishing")
-            files = files.then(publish(config, store, progress=progress))
-    bucket: dict[str, int] = {}
-    if s.public_url is not None:  # the site published above goes up: before any alert
-        from feeds.publish.bucket import sync
-
-        progress("uploading")
-        bucket = asdict(sync(s.public_dir, s.public_url, progress))
+    # What the cycle did so far: a cycle that fails records it, with its error and exit
+    # status, so that `feeds status` says how the last run ended and what it had done.
+    got, step = Ingested(), "ingesting"
+    new_matches: dict[str, int] = {}
+    files, report, bucket = WriteStats(0, 0, 0), None, {}
     alerts: tuple[Outcome, ...] = ()
-    if s.alerts and not offline:  # offline: nothing is sent, everything stays pending
-        from feeds.alerts.send import send_alerts  # Apprise, only when alerts are set
+    try:
+        # One pace for everything a run asks arXiv: its harvests and the lookups after them.
+        asks_arxiv = (s.arxiv or s.links.check) and not offline
+        arxiv = _throttle(s.links.arxiv_delay) if asks_arxiv else None
+        ingest(s, store, now, progress, offline=offline, settle=settle, arxiv=arxiv,
+               last_run=last, got=got)  # fmt: skip
+        step = "matching"
+        progress(step)
+        new_matches = update_members(
+            config.topics, store, now, progress, where=str(config.subscriptions_path)
+        )
+        step = "publishing"
+        progress(step)
+        # The renderers are imported only if something changed (or `repair` asks for all).
+        files = publish(config, store, force=repair, progress=progress)
+        # Links are resolved after publishing: feeds go out with what is known, and the
+        # items whose links changed are published again below.
+        if s.links.check and not offline:
+            from feeds.links.resolve import resolve_links  # the network stack, only when used
+            from feeds.sources.arxiv.lookup import parse_arxiv
 
-        progress("alerts")
-        alerts = send_alerts(config, store, now)
+            step = "checking links"
+            report = resolve_links(store, s.links, now, progress, arxiv, parse_arxiv)
+            if report.changed or report.found:
+                step = "publishing"
+                progress(step)
+                files = files.then(publish(config, store, progress=progress))
+        if s.public_url is not None:  # the site published above goes up: before any alert
+            from feeds.publish.bucket import sync
+
+            step = "uploading"
+            progress(step)
+            bucket = asdict(sync(s.public_dir, s.public_url, progress))
+        if s.alerts and not offline:  # offline: nothing is sent, everything stays pending
+            from feeds.alerts.send import send_alerts  # Apprise, only when alerts are set
+
+            step = "sending alerts"
+            progress("alerts")
+            alerts = send_alerts(config, store, now)
+    except BaseException as e:
+        seconds = time.monotonic() - began
+        _record_failure(store, run_id, clock, e, step, lambda: _summary(
+            got, store, new_matches, report, files, bucket, alerts, seconds))  # fmt: skip
+        raise
     seconds = time.monotonic() - began
     summary = _summary(got, store, new_matches, report, files, bucket, alerts, seconds)
+    if summary.alerts_sent:
+        from feeds.alerts.send import links_nobody_opens
+
+        unopened = links_nobody_opens(config)
+        if unopened:  # said by each run that sends such a message
+            summary = replace(summary, warnings=(*summary.warnings, unopened))
     with store.transaction():
         store.finish_run(run_id, clock(), summary.as_json())
     return summary
+
+
+def _record_failure(
+    store: Store, run_id: int, clock: Callable[[], datetime], error: BaseException, step: str,
+    done: Callable[[], RunSummary],
+) -> None:  # fmt: skip
+    """Record in the state how a cycle failed: its exit status, the step it failed in and
+    the error in words, beside what it had done until then. A state that cannot take it
+    (the error may be the state's own) keeps the run as one that did not finish."""
+    from feeds.errors import FeedsError, exit_status
+
+    if isinstance(error, FeedsError):
+        said = str(error)
+    elif isinstance(error, KeyboardInterrupt):
+        said = "interrupted"
+    else:  # a bug: its kind and message (the traceback is the command's to show)
+        said = f"{type(error).__name__}: {error}"
+    with contextlib.suppress(Exception):  # the first error is the one to raise
+        record = done().as_json()
+        record.update(exit_code=exit_status(error), error=said[:_MOST_SAID], failed_while=step)
+        with store.transaction():
+            store.finish_run(run_id, clock(), record)
 
 
 def _summary(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import os
+import re
 import socket
 import sys
 from functools import partial
@@ -27,6 +28,22 @@ TYPES = (  # besides the feeds' own (see guess_type)
 def etag_of(st: os.stat_result) -> str:
     """Return a strong validator from what identifies a version of the file."""
     return f'"{st.st_size:x}-{st.st_mtime_ns:x}"'
+
+
+_ENTITY_TAG = re.compile(r'\s*(?:W/)?("[^"]*")\s*(?:,|$)')
+
+
+def none_match_holds(header: str, etag: str) -> bool:
+    """Return True when an If-None-Match header names this version (answer 304).
+
+    Compared weakly, as HTTP says for If-None-Match (RFC 9110, 13.1.2): `W/"x"` and `"x"`
+    are the same version. A cache may hold our strong tag as weak (a proxy that compresses
+    it, say) and would otherwise get the whole file again on every request.
+    """
+    if header.strip() == "*":
+        return True
+    wanted = etag.removeprefix("W/")
+    return any(m.group(1) == wanted for m in _ENTITY_TAG.finditer(header))
 
 
 def site_file(root: str, url_path: str) -> str | None:
@@ -114,7 +131,7 @@ class Handler(SimpleHTTPRequestHandler):
             return None
         self._etag = etag_of(st)
         held = self.headers.get("If-None-Match")
-        if held and (held.strip() == "*" or self._etag in (t.strip() for t in held.split(","))):
+        if held and none_match_holds(held, self._etag):
             self.send_response(HTTPStatus.NOT_MODIFIED)
             self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
             self.end_headers()

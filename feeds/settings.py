@@ -9,6 +9,7 @@ from pathlib import Path
 
 from feeds.errors import ConfigError
 from feeds.topics import Topic
+from feeds.urls import ENCODE_USERINFO, shown_url, userinfo_unclear
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,13 @@ def state_place(text: str) -> tuple[Path | None, str | None]:
             " SQLite file (default .paperfeeds/state.sqlite3) or a PostgreSQL URL,"
             " postgresql://user@host:port/database"
         )
+    if userinfo_unclear(text):
+        # Shown as its scheme alone: any part of it may be the password.
+        raise ConfigError(
+            f"state {text[: m.end()]}…: where the URL's user name and password end cannot be"
+            f" told (an @, /, ? or # in them?); {ENCODE_USERINFO} in them, or leave the"
+            " password out of the URL and set PGPASSWORD or put it in ~/.pgpass"
+        )
     return None, text
 
 
@@ -117,19 +125,25 @@ def public_place(text: str) -> tuple[Path | None, str | None]:
     m = _SCHEME.match(text)
     if m is None:
         return Path(text), None
+    shown = repr(shown_url(text))  # never a key written into the URL
     if m.group(1).lower() != "s3":
         raise ConfigError(
-            f"public_dir {text!r}: {m.group(1)}:// is not supported; give a folder or an"
+            f"public_dir {shown}: {m.group(1)}:// is not supported; give a folder or an"
             " S3-compatible bucket, s3://bucket/prefix"
         )
     bucket, _, prefix = text[m.end() :].partition("/")
+    if "@" in bucket or userinfo_unclear(text):
+        raise ConfigError(
+            "public_dir s3://…: keys do not go in the URL; set AWS_ACCESS_KEY_ID and"
+            " AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) in the environment"
+        )
     if not _BUCKET.fullmatch(bucket):
         raise ConfigError(
-            f"public_dir {text!r}: {bucket!r} is not a bucket name (s3://bucket/prefix)"
+            f"public_dir {shown}: {bucket!r} is not a bucket name (s3://bucket/prefix)"
         )
     prefix = prefix.strip("/")
     if any(part in ("", ".", "..") for part in prefix.split("/")) and prefix:
-        raise ConfigError(f"public_dir {text!r}: the prefix has an empty, `.` or `..` part")
+        raise ConfigError(f"public_dir {shown}: the prefix has an empty, `.` or `..` part")
     return None, f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
 
 

@@ -58,14 +58,18 @@ def hook(web: LinkServer, monkeypatch: pytest.MonkeyPatch) -> Hook:
     return Hook(web)
 
 
-def _setup(ws: Workspace, alerts: str, *, first_seed_only: bool = True) -> Path:
+def _setup(
+    ws: Workspace, alerts: str, *, first_seed_only: bool = True, base_url: str | None = None
+) -> Path:
     """Write settings with these alerts (and no link checks: tests never need the
-    internet); leave only the first seed in the inbox."""
+    internet), and `base_url` when given (else the messages link to localhost, which a
+    run that sends warns of); leave only the first seed in the inbox."""
     if first_seed_only:
         for extra in SEEDS[1:]:
             (ws.inbox / extra.name).unlink()
     settings = ws.root / "config" / "settings.yaml"
-    settings.write_text(f"links:\n  check: false\nalerts:\n{alerts}", encoding="utf-8")
+    site = f"site:\n  base_url: {base_url}\n" if base_url else ""
+    settings.write_text(f"links:\n  check: false\nalerts:\n{alerts}{site}", encoding="utf-8")
     return settings
 
 
@@ -340,7 +344,8 @@ def test_an_unset_variable_stops_only_its_destination(
     web.route("/hook2", second._handle)
     web.route("/hook", hook._handle)
     unset_url = f"json://127.0.0.1:{web.port}/hook2?+X-Token=${{SECOND_HOOK_TOKEN}}"
-    settings = _setup(workspace, f'  - to: "{hook.url}"\n  - to: "{unset_url}"\n')
+    settings = _setup(workspace, f'  - to: "{hook.url}"\n  - to: "{unset_url}"\n',
+                      base_url="https://papers.example.org/")  # fmt: skip
     args = [*workspace.cli_args(), "--settings", str(settings)]
     args.remove("--offline")
     first = feeds_cli(workspace.root, "run", "--quiet", *args)  # before: exit 2, nothing done

@@ -35,14 +35,17 @@ _USUAL_PORTS = {25, 80, 443, 465, 587}  # left out of a description
 _HOST_NAME = re.compile(r"(?=.*[A-Za-z])[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63})+\.?")
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]{0,30})://")
 _OVERFLOW = re.compile(r"[?&]overflow=", re.IGNORECASE)
+_TIMEOUTS = re.compile(r"[?&](cto|rto)=", re.IGNORECASE)  # Apprise's socket timeouts
+_TIMED_OUT = re.compile(r"^Socket Exception: .*\bRead timed out\b")
 _SHORTEST_SECRET = 3  # shorter parts of a URL are not blanked out of messages
 _MOST_SAID = 300  # characters of Apprise's words in an error
 
 # Apprise's records stay with Apprise: its results capture what we show (see _said), and
-# WARNING is set here so that they do whatever level the application logs at.
+# the level is set here so that they do whatever level the application logs at. DEBUG:
+# the reason behind its "A Connection error occurred" (a timeout) is a debug record.
 _apprise_log = logging.getLogger(LOGGER_NAME)
 _apprise_log.propagate = False
-_apprise_log.setLevel(logging.WARNING)
+_apprise_log.setLevel(logging.DEBUG)
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,8 @@ def describe(url: str) -> str:
 
 
 def deliver(url: str, message: Message, *, timeout: float) -> Delivery:
-    """Return how sending `message` to `url` went, within `timeout` seconds in all.
+    """Return how sending `message` to `url` went, waiting `timeout` seconds for it (or
+    as long as the URL's own `cto` / `rto` ask).
 
     The body is in the format the service takes: HTML for email (and Telegram), Markdown
     for chat services that render it, plain text otherwise. A service that has not
@@ -77,6 +81,7 @@ def deliver(url: str, message: Message, *, timeout: float) -> Delivery:
         plugin = _load(url)
     except AlertsConfigError as e:
         return Delivery(ok=False, error=e.message)
+    limit = _wait_for(plugin, url, timeout)
     shown = _describe(plugin)
     fmt = _format(plugin)
     body = {NotifyFormat.HTML: message.html, NotifyFormat.MARKDOWN: message.markdown}.get(
@@ -84,15 +89,31 @@ def deliver(url: str, message: Message, *, timeout: float) -> Delivery:
     )
 
     def send() -> Delivery:
+        ours = ""  # our own words: nothing of the URL in them, nothing to blank out
         try:
-            delivery = _notify(plugin, message.subject, body, fmt)
+            delivery, ours = _notify(plugin, message.subject, body, fmt)
         except Exception as e:  # noqa: BLE001 -- a plugin's bug must not end the cycle
             delivery = Delivery(ok=False, error=f"{type(e).__name__}: {e}")
         if delivery.error:
-            return Delivery(ok=delivery.ok, error=_redact(delivery.error, url, shown))
+            return Delivery(ok=delivery.ok, error=_redact(delivery.error, url, shown) + ours)
         return delivery
 
-    return _within(timeout, send)
+    return _within(limit, send)
+
+
+def _wait_for(plugin: NotifyBase, url: str, timeout: float) -> float:
+    """Set how long the service's sockets wait (connect, then the answer) and return how
+    long the whole delivery may take.
+
+    Apprise gives up on an answer after 4 s: a receiver that takes 10 s got the message,
+    yet the try failed and every later try posted it again. So its sockets wait as long as
+    we do, a second longer (a hang is then said in our words, "timed out after 30 s"),
+    unless the URL sets `cto` / `rto` itself; then the whole may take what those allow.
+    """
+    if _TIMEOUTS.search(url):
+        return max(timeout, plugin.socket_connect_timeout + plugin.socket_read_timeout)
+    plugin.socket_connect_timeout = plugin.socket_read_timeout = timeout + 1
+    return timeout
 
 
 def send_test(url: str, timeout: float, *, sender: str = "paperfeeds") -> Delivery:
@@ -207,18 +228,25 @@ def _format(plugin: NotifyBase) -> NotifyFormat:
     return chosen
 
 
-def _notify(plugin: NotifyBase, title: str, body: str, fmt: NotifyFormat) -> Delivery:
-    """Return how one Apprise notify call went (blocking: see _within)."""
+def _notify(plugin: NotifyBase, title: str, body: str, fmt: NotifyFormat) -> tuple[Delivery, str]:
+    """Return how one Apprise notify call went (blocking: see _within), and what we add to
+    Apprise's words about a failure."""
     apobj = Apprise(asset=plugin.asset)
     apobj.add(plugin)
     # The body is already in the service's format: Apprise converts nothing, and applies
     # only the service's own dialect (Slack mrkdwn, Telegram's HTML subset...).
-    with apobj.notify(body=body, title=title, body_format=fmt) as result:
+    with apobj.notify(body=body, title=title, body_format=fmt, log_level=logging.DEBUG) as result:
         if result:
-            return Delivery(ok=True)
+            return Delivery(ok=True), ""
         bad = ("WARNING", "ERROR", "CRITICAL")
-        said = _said(entry.message for entry in result.logs() if entry.level in bad)
-        return Delivery(ok=False, error=said or f"failed ({result.status.name.lower()})")
+        logs = list(result.logs())
+        said = _said(entry.message for entry in logs if entry.level in bad)
+        failed = Delivery(ok=False, error=said or f"failed ({result.status.name.lower()})")
+        # Apprise says "A Connection error occurred" of a timeout too; the reason is in its
+        # debug record of the exception.
+        if any(_TIMED_OUT.search(entry.message) for entry in logs):
+            return failed, f" (no answer within {plugin.socket_read_timeout:g} s)"
+        return failed, ""
 
 
 def _said(messages: Iterable[str]) -> str:
@@ -253,11 +281,17 @@ def _redact(text: str, url: str, shown: str) -> str:
     the SMTP server's name), and blanked wherever else it stands.
     """
     kept = [span for word in re.split(r"[\s()\[\]:]+", shown) for span in _spans(text, word)]
+    found = [
+        (start, end)
+        for secret in _secrets(url)
+        for start, end in _spans(text, secret)
+        if not any(s <= start and end <= e for s, e in kept)
+    ]
+    secret_at = {i for start, end in found for i in range(start, end)}
     blank = [False] * len(text)
-    for secret in _secrets(url):
-        for start, end in _spans(text, secret):
-            if not any(s <= start and end <= e for s, e in kept):
-                blank[start:end] = [True] * (end - start)
+    for start, end in found:
+        if not _in_word(text, start, end, secret_at):
+            blank[start:end] = [True] * (end - start)
     out: list[str] = []
     for i, c in enumerate(text):
         if not blank[i]:
@@ -265,6 +299,17 @@ def _redact(text: str, url: str, shown: str) -> str:
         elif i == 0 or not blank[i - 1]:
             out.append("***")
     return "".join(out)
+
+
+def _in_word(text: str, start: int, end: int, secret_at: set[int]) -> bool:
+    """Return True when text[start:end] is the inside of a longer word (a secret "err" in
+    "error"): letters that are no secret's go on past it, on a side where it begins or
+    ends with one. A secret stands apart, by a separator or a digit (`%20` before a token),
+    or beside another secret, wherever Apprise quotes it; blanking "Internal server ***or"
+    hid the words and said that "err" was a secret."""
+    before = start > 0 and text[start].isalpha() and text[start - 1].isalpha()
+    after = end < len(text) and text[end - 1].isalpha() and text[end].isalpha()
+    return (before and start - 1 not in secret_at) or (after and end not in secret_at)
 
 
 def _spans(text: str, part: str) -> list[tuple[int, int]]:

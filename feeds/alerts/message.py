@@ -249,17 +249,25 @@ def _shown(href: str) -> str:
     return href
 
 
+_AMBIGUOUS = re.compile(r",|\band\b|&", re.IGNORECASE)  # what separates titles in a subject
+
+
 def _plural(n: int, word: str) -> str:
     return word if n == 1 else word + "s"
 
 
 def _topics(groups: Sequence[_Group]) -> str:
-    """Return the topics for a subject: as many titles as fit, then "and N more topics"."""
-    titles = [groups[0].title]
-    for group in groups[1:]:
-        if len(", ".join([*titles, group.title])) > SUBJECT_TOPICS:
+    """Return the topics for a subject: as many titles as fit, then "and N more topics".
+
+    Titles that hold "and" or a comma are quoted, all of them: `LLM reasoning and RL and 1
+    more topic` read as three topics, or as two."""
+    quote = any(_AMBIGUOUS.search(g.title) for g in groups)
+    names = [f"“{g.title}”" if quote else g.title for g in groups]
+    titles = [names[0]]
+    for name in names[1:]:
+        if len(", ".join([*titles, name])) > SUBJECT_TOPICS:
             break
-        titles.append(group.title)
+        titles.append(name)
     rest = len(groups) - len(titles)
     if rest:
         return f"{', '.join(titles)} and {rest} more {_plural(rest, 'topic')}"

@@ -121,6 +121,21 @@ def send_alerts(
     return tuple(outcomes[i] for i in sorted(outcomes))
 
 
+def links_nobody_opens(config: Config) -> str | None:
+    """Return a warning when alert messages link to this machine alone (`site.base_url`
+    left at http://localhost:8000/, for `feeds serve`): the people they go to cannot open
+    a paper's page, a topic's page or the "and N more" link. None when they can."""
+    from feeds.urls import only_here
+
+    base = config.settings.base_url
+    if not config.settings.alerts or not only_here(base):
+        return None
+    return (
+        f"alerts link to {base}, which opens only on this machine: set site.base_url to"
+        " where public/ is served"
+    )
+
+
 def clear_wait(store: Store, dest: AlertDestination) -> None:
     """Forget a destination's failures: a test message just reached it, so its backoff
     would only delay papers that can go now (the next run sends them)."""

@@ -24,6 +24,9 @@ for command in (run.run, status.status, check.check, run.watch, serve.serve, ser
 
 
 def main() -> None:
+    from feeds.cli.common import unread_output_is_no_failure
+
+    unread_output_is_no_failure()
     try:
         cli()
     finally:

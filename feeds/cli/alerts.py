@@ -35,10 +35,10 @@ def alerts(subscriptions: Path, settings: Path | None, state: str | None, as_jso
         _send_now(config, as_json)
         return
     if not test:
-        from feeds.cli.report import gather
+        from feeds.cli.report import alert_report
 
         try:
-            destinations = gather(config)["alerts"]
+            destinations = alert_report(config)
         except FeedsError as e:
             fail(e)
             return

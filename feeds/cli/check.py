@@ -53,7 +53,11 @@ def check(
             else:
                 found = warnings(config, os.environ)
                 doc, lines = reported(config, stored, datetime.now(UTC), found, quiet, progress)
-                if store is not None and any(t.criteria.by_example for t in config.topics):
+                if (
+                    not quiet
+                    and store is not None
+                    and any(t.criteria.by_example for t in config.topics)
+                ):
                     from feeds.match.likes import report
 
                     where = str(config.subscriptions_path)
@@ -72,4 +76,7 @@ def check(
         return
     if show:
         click.echo("\r\033[K", nl=False, err=True)
-    click.echo(json.dumps(doc, ensure_ascii=False, indent=2) if as_json else "\n".join(lines))
+    if as_json:
+        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+    elif lines:  # `-q` with nothing wrong says nothing
+        click.echo("\n".join(lines))

@@ -3,6 +3,8 @@ overrides, and turning a FeedsError into a message and an exit status."""
 
 from __future__ import annotations
 
+import io
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -12,7 +14,7 @@ from typing import Any
 import click
 
 from feeds.config import load
-from feeds.errors import EXIT_FAILURE, EXIT_USAGE, ConfigError, FeedsError
+from feeds.errors import ConfigError, FeedsError, LockHeld, exit_status
 from feeds.settings import Config, check_places, public_place, state_place
 
 DEFAULT_SUBSCRIPTIONS = Path("config/subscriptions.yaml")
@@ -106,9 +108,58 @@ def inbox_exists(config: Config, options: tuple[Path, ...]) -> None:
 
 
 def fail(e: FeedsError) -> None:
-    click.echo(f"error: {e}", err=True)
-    sys.exit(EXIT_USAGE if isinstance(e, ConfigError) else EXIT_FAILURE)
+    # A command run once is not run again by anyone: the user is (`feeds watch` says its own).
+    advice = ". Try again when it has finished" if isinstance(e, LockHeld) else ""
+    click.echo(f"error: {e}{advice}", err=True)
+    sys.exit(exit_status(e))
 
 
 def progress_line(message: str) -> None:
     click.echo(f"\r\033[K{message[:100]}", nl=False, err=True)
+
+
+class _Unread(io.RawIOBase):
+    """A standard stream's file that a reader who went away cannot fail: once its pipe is
+    closed (`feeds run | head -1`), what is written is dropped."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd = fd
+        self.gone = False
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self.fd)
+
+    def write(self, data: Any) -> int:
+        size = len(memoryview(data))
+        if not self.gone:
+            try:
+                return os.write(self.fd, data)
+            except BrokenPipeError:
+                self.gone = True
+        return size
+
+
+def unread_output_is_no_failure() -> None:
+    """Make writing to a closed standard output or error a no-op, not an error.
+
+    A run that did its work must not fail because nobody reads what it says: click exits
+    1, without a word, on the first write to a closed pipe, and the run's own status (and
+    the rest of what it had to say to the other stream) is lost.
+    """
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if not isinstance(stream, io.TextIOWrapper):  # already replaced (a test's capture)
+            continue
+        stream.flush()
+        buffered = io.BufferedWriter(_Unread(stream.fileno()))
+        setattr(sys, name, io.TextIOWrapper(
+            buffered, encoding=stream.encoding, errors=stream.errors,
+            line_buffering=stream.line_buffering, write_through=stream.write_through,
+        ))  # fmt: skip

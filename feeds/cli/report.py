@@ -69,15 +69,28 @@ def _present(path: str | bytes) -> bool:
     return os.path.exists(path) or not os.path.isdir(os.path.dirname(path) or ".")
 
 
-def _alerts(config: Config, store: Store) -> list[dict[str, Any]]:
+def alert_report(config: Config) -> list[dict[str, Any]]:
+    """Return each alert destination as `feeds alerts` lists it (see _alerts); before the
+    first run, with nothing sent yet (the state, made by that run, is not made here)."""
+    path = config.settings.database
+    if not exists(path):
+        return _alerts(config, None)
+    store = Store(path, datetime.now(UTC))
+    try:
+        return _alerts(config, store)
+    finally:
+        store.close()
+
+
+def _alerts(config: Config, store: Store | None) -> list[dict[str, Any]]:
     """Return each alert destination as status shows it: service and host (never the URL),
     last sent, papers pending, the last error."""
-    records = {r.key: r for r in store.alert_records()}
+    records = {r.key: r for r in store.alert_records()} if store is not None else {}
     topics = [t.id for t in config.topics]
     out = []
     for dest in config.settings.alerts:
         record = records.get(dest.key)
-        if record is None:  # not used by a run yet: it starts when it is
+        if record is None or store is None:  # not used by a run yet: it starts when it is
             out.append({"destination": _shown(dest), "last_sent": None, "pending": 0,
                         "error": None, "next_try": None})  # fmt: skip
             continue
@@ -196,16 +209,30 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"source {src['url']}: {health}")
     last = report["last_run"]
     if last:
-        s = last["summary"]
-        if not last["finished"]:
-            took = "did not finish"
-        elif "seconds" in s:
-            took = f"took {s['seconds']:.1f} s"
-        else:  # a run from before durations were kept
-            took = f"finished {last['finished']}"
-        lines.append(
-            f"last run: {last['started']}, {took}; {s.get('digests', 0)} new digests, "
-            f"{s.get('papers_new', 0)} new papers, exit {s.get('exit_code', '?')}"
-        )
+        lines.extend(_last_run(last, running=report["lock"] is not None))
     lines.extend(alert_line(d) for d in report.get("alerts", []))
     return "\n".join(lines)
+
+
+def _last_run(last: dict[str, Any], *, running: bool) -> list[str]:
+    """Return how the last run ended, in words: its exit status, what it did, and the
+    error it failed with."""
+    s = last["summary"]
+    exit_code = s.get("exit_code", "?")
+    if s.get("error"):
+        took = f"failed while {s.get('failed_while', 'running')} after {s['seconds']:.1f} s"
+    elif not last["finished"]:
+        # No record of its end: it runs now, or it was killed (SIGKILL, a power cut).
+        took = "running now" if running else "did not finish (killed, or its machine stopped)"
+        exit_code = "none" if running else "unknown"
+    elif "seconds" in s:
+        took = f"took {s['seconds']:.1f} s"
+    else:  # a run from before durations were kept
+        took = f"finished {last['finished']}"
+    did = (
+        f"{count(s.get('digests', 0), 'new digest')}, {count(s.get('papers_new', 0), 'new paper')}"
+    )
+    lines = [f"last run: {last['started']}, {took}; {did}, exit {exit_code}"]
+    if s.get("error"):
+        lines.append(f"  error: {s['error']}")
+    return lines

@@ -75,31 +75,33 @@ def print_summary(summary: RunSummary, config: Config, quiet: bool, offline: boo
         waiting = summary.alerts_pending.get(shown, 0)
         click.echo(f"alert waiting: {shown}: {words}; {count(waiting, 'paper')} pending",
                    err=True)  # fmt: skip
+    # Every number with its thousands separated, as count() says them: `10,000 new`.
     s = summary
-    click.echo(f"digests: {s.digests} new, {s.known} already ingested, {len(s.rejected)} rejected")
-    click.echo(f"papers: {s.papers_new} new, {s.papers_updated} updated, {s.papers_total} in total")
+    click.echo(f"digests: {s.digests:,} new, {s.known:,} already ingested,"
+               f" {len(s.rejected):,} rejected")  # fmt: skip
+    click.echo(f"papers: {s.papers_new:,} new, {s.papers_updated:,} updated,"
+               f" {s.papers_total:,} in total")  # fmt: skip
     if s.harvested:
-        click.echo("arXiv: " + ", ".join(f"{c} +{n}" for c, n in s.harvested.items()))
-    gained = [f"{tid} +{n}" for tid, n in s.new_matches.items() if n]
-    click.echo("new matches: " + (", ".join(gained) if gained else "none"))
-    line = f"links: {s.links_found} new in digests"
+        click.echo("arXiv: " + ", ".join(f"{c} +{n:,}" for c, n in s.harvested.items()))
+    click.echo("new matches: " + say_gains(s.new_matches))
+    line = f"links: {s.links_found:,} new in digests"
     if s.lookups:
-        line += f", {s.links_looked_up} found by looking up {count(s.lookups, 'paper')}"
+        line += f", {s.links_looked_up:,} found by looking up {count(s.lookups, 'paper')}"
     if s.links_checked:
-        counts = ", ".join(f"{n} {status}" for status, n in sorted(s.link_statuses.items()))
-        line += f"; {s.links_checked} checked ({counts})"
+        counts = ", ".join(f"{n:,} {status}" for status, n in sorted(s.link_statuses.items()))
+        line += f"; {s.links_checked:,} checked ({counts})"
     elif not config.settings.links.check or offline:
         line += " (not checked: offline)"
     click.echo(line)
     f = s.files
     click.echo(
-        f"published: {count(f.written, 'file')} written, {f.unchanged} unchanged,"
-        f" {f.removed} removed in {config.settings.public_dir}/"
+        f"published: {count(f.written, 'file')} written, {f.unchanged:,} unchanged,"
+        f" {f.removed:,} removed in {config.settings.public_dir}/"
     )
     if s.bucket:
         b = s.bucket
-        click.echo(f"bucket: {count(b['put'], 'object')} uploaded, {b['deleted']} deleted,"
-                   f" {b['unchanged']} unchanged in {config.settings.public_url}")  # fmt: skip
+        click.echo(f"bucket: {count(b['put'], 'object')} uploaded, {b['deleted']:,} deleted,"
+                   f" {b['unchanged']:,} unchanged in {config.settings.public_url}")  # fmt: skip
     if f.search:  # not a problem of the run: said, but not with --quiet
         click.echo(f"search: {f.search}")
     if s.alerts_sent:
@@ -107,6 +109,23 @@ def print_summary(summary: RunSummary, config: Config, quiet: bool, offline: boo
         click.echo(f"alerts: {sent}")
     elif config.settings.alerts and offline:
         click.echo("alerts: none sent (offline: new papers stay pending)")
+
+
+GAINS_SHOWN = 10  # topics named on the `new matches:` line; the rest are counted
+
+
+def say_gains(gains: dict[str, int]) -> str:
+    """Return the topics that gained papers as the run says them: in the config's order,
+    `icml +60, llm-reasoning +3`; past GAINS_SHOWN topics, the largest few and how many
+    more (a thousand topics would make a line of thousands of words)."""
+    gained = [(tid, n) for tid, n in gains.items() if n]
+    if not gained:
+        return "none"
+    if len(gained) <= GAINS_SHOWN:
+        return ", ".join(f"{tid} +{n:,}" for tid, n in gained)
+    largest = sorted(gained, key=lambda g: -g[1])[:GAINS_SHOWN]  # stable: ties in order
+    shown = ", ".join(f"{tid} +{n:,}" for tid, n in largest)
+    return f"{shown} and {count(len(gained) - GAINS_SHOWN, 'more topic')}"
 
 
 @click.command()
@@ -119,7 +138,7 @@ def watch(
     import logging
 
     from feeds.pipeline import run as run_cycle
-    from feeds.schedule import next_times, say_every, say_when
+    from feeds.schedule import in_seconds, next_times, say_every, say_when
     from feeds.schedule import watch as run_watch
 
     logging.basicConfig(
@@ -138,13 +157,13 @@ def watch(
     how = f"every {say_every(s)}" if s.schedule_every else f"cron '{s.schedule_cron}' (UTC)"
     (then,) = next_times(s, datetime.now(UTC), 1)
     log.info("watching %s, %s: a cycle now, then %s", ", ".join(map(str, s.inbox)), how,
-             say_when(then))  # fmt: skip
+             say_when(then, seconds=in_seconds(s)))  # fmt: skip
     missing: set[str] = set()  # inbox folders said to be missing: said once, not each cycle
 
     def cycle() -> float | None:
         try:
             summary = run_cycle(config, offline=offline, settle=s.settle, lock_wait=5)
-        except StateError as e:  # e.g. a `feeds run` holds the lock: next time
+        except StateError as e:  # a `feeds run` holds the lock, say: the next cycle tries
             logging.getLogger("feeds.watch").warning("cycle skipped: %s", e)
             return None
         except FeedsError as e:  # public/ cannot be written, say: told, and tried next time

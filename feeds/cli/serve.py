@@ -10,6 +10,7 @@ import click
 
 from feeds.cli.common import DEFAULT_SETTINGS, fail
 from feeds.errors import EXIT_FAILURE, ConfigError, FeedsError
+from feeds.urls import only_here
 
 
 @click.command()
@@ -42,9 +43,11 @@ def serve(
         fail(e)
         return
     base = urlsplit(site.base_url)
-    local = base.hostname in ("localhost", "127.0.0.1", "::1")
+    local = only_here(site.base_url)
+    # Where the feeds' own links point; `:0` is a port too (not "none given": not 80).
+    linked = base.port if base.port is not None else (443 if base.scheme == "https" else 80)
     if port is None:  # where the feeds' own links point, when that is this machine
-        port = (base.port or 80) if local else 8000
+        port = linked if local else 8000
     if not (folder / "index.html").is_file():
         click.echo(f"error: {folder}/index.html not found: run `feeds run` first", err=True)
         sys.exit(EXIT_FAILURE)
@@ -57,7 +60,7 @@ def serve(
     server.verbose = verbose  # type: ignore[attr-defined]
     # Not "localhost" for ::1: some readers resolve that name to 127.0.0.1 only.
     shown = "localhost" if host == "127.0.0.1" else address
-    if local and (base.port or 80) != server.server_address[1]:
+    if local and linked != server.server_address[1]:
         click.echo(
             f"note: the feeds' links point to {site.base_url} (site.base_url), not to this"
             f" server: a reader would follow them there. Set site.base_url to"

@@ -62,11 +62,17 @@ def load(subscriptions: Path, settings: Path | None) -> Config:
 
 def warnings(config: Config, environ: Mapping[str, str]) -> list[str]:
     """Return what `feeds check` warns of, as `file:line: warning: ...`: what is valid but
-    likely not meant (a term holding a comma), and an alert's `${NAME}` that is not set in
-    `environ` (a run would skip that destination; cron may set it where this does not)."""
+    likely not meant (a term holding a comma, alerts linking to localhost), and an alert's
+    `${NAME}` that is not set in `environ` (a run would skip that destination; cron may set
+    it where this does not)."""
     from feeds.alerts.env import unset_variables
+    from feeds.alerts.send import links_nobody_opens
 
     found = [f"{w.file}:{w.line}: warning: {w.message}" for t in config.topics for w in t.warnings]
     for e in unset_variables(config.settings.alerts, environ):
         found.append(f"{e.file}:{e.line}: warning: {e.message}")
+    unopened = links_nobody_opens(config)
+    if unopened:  # said where the alerts are, the first of them
+        first = config.settings.alerts[0]
+        found.append(f"{first.file}:{first.line}: warning: {unopened}")
     return found

@@ -140,9 +140,10 @@ def _read(path: Path) -> yaml.Node | None:
     return compose(text, path)
 
 
-_TOPIC_KEYS: tuple[str, ...] = ("id", "title", "description", "any", "all", "none", "fields")
-_TOPIC_KEYS += ("authors", "institutions", "venues", "max_items", "like", "unlike")
-_TOPIC_KEYS += ("min_similarity", "library")
+# What a topic lists (an empty list is a mistake: left out, it would say the same), and more.
+_CRITERIA = ("any", "all", "none", "fields", "authors", "institutions", "venues", "like",
+             "unlike", "library")  # fmt: skip
+_TOPIC_KEYS = ("id", "title", "description", *_CRITERIA, "max_items", "min_similarity")
 
 
 def read_subscriptions(path: Path) -> tuple[Topic, ...]:
@@ -241,6 +242,9 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
             f"topic {topic_id!r} has no positive criterion; give at least one of any, all, authors,"
             " institutions, venues, like, library ('none' alone would match everything)",
         )
+    for key in _CRITERIA:  # `any: []` beside other criteria would be no criterion at all
+        if key in m and isinstance(m[key], yaml.SequenceNode) and not m[key].value:
+            raise r.fail(m[key], f"{key} must not be empty")
     for key in ("unlike", "min_similarity"):
         if key in m and not criteria.by_example:
             raise r.fail(m[key], f"{key} needs like: or library: examples to compare papers with")

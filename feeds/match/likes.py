@@ -176,7 +176,7 @@ def report(store: Store, topics: Sequence[Topic], where: str) -> tuple[dict[str,
         lines += [line for lib in topic.criteria.library for line in library_lines(lib, "    ")]
         lines += [f"      {s.score:.2f}  {shorten(papers[s.index].title, 80)}" for s in taken[:10]]
         if len(taken) > 10:
-            lines.append(f"      … and {len(taken) - 10} more")
+            lines.append(f"      … and {len(taken) - 10:,} more")
         if near:
             lines.append(f"    just below {like.min_similarity:g}:")
             lines += [

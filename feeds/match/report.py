@@ -86,7 +86,7 @@ def check_topics(
         if total and not matched:
             warnings.append("matches none of the stored papers")
         elif total and (c.any or c.all) and matched > BROAD * total and total >= 10:
-            warnings.append(f"matches {matched} of {total} papers; is a term too broad?")
+            warnings.append(f"matches {matched:,} of {count(total, 'paper')}; is a term too broad?")
         if total and unmatched:
             warnings.append("terms that match no stored paper: " + ", ".join(unmatched))
         reports.append(
@@ -219,25 +219,26 @@ def report_lines(
     upcoming: list[datetime], quiet: bool,
 ) -> list[str]:  # fmt: skip
     """Return what `feeds check` prints: the config's warnings as `file:line: warning: ...`,
-    the schedule's next times (`quiet`: not), then per topic its count, a few titles (not
-    with `quiet`) and its warnings."""
+    the schedule's next times, then per topic its count, a few titles and its warnings.
+    `quiet` (`-q`, "only problems"): the warnings alone, a topic's as `id: warning: ...`;
+    nothing when all is well."""
     from feeds.schedule import in_seconds, say_every, say_when
 
+    if quiet:
+        return [*warnings, *(f"{r.id}: warning: {w}" for r in reports for w in r.warnings)]
     lines = [f"{config.subscriptions_path}: ok, {count(len(config.topics), 'topic')}"]
     lines += warnings
     s = config.settings
-    if not quiet:
-        how = f"cron '{s.schedule_cron}'" if s.schedule_cron else f"every {say_every(s)}"
-        lines.append(f"schedule of feeds watch: {how}, in UTC")
-        lines += [f"  next: {say_when(when, seconds=in_seconds(s))}" for when in upcoming]
+    how = f"cron '{s.schedule_cron}'" if s.schedule_cron else f"every {say_every(s)}"
+    lines.append(f"schedule of feeds watch: {how}, in UTC")
+    lines += [f"  next: {say_when(when, seconds=in_seconds(s))}" for when in upcoming]
     if not papers:
         lines.append("no stored papers yet: run `feeds run` to see what each topic matches")
         return lines
     lines.append(f"against {count(papers, 'stored paper')}:")
     for r in reports:
         lines.append(f"  {r.id}: {count(r.matches, 'paper')}")
-        if not quiet:
-            lines += [f"      {shorten(title, 90)}" for title in r.examples]
+        lines += [f"      {shorten(title, 90)}" for title in r.examples]
         lines += [f"    warning: {warning}" for warning in r.warnings]
     return lines
 

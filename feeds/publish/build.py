@@ -9,6 +9,7 @@ everything is rendered again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from feeds import __version__
-from feeds.publish.paths import ALL, SEARCH_PAGE, topic_files
+from feeds.publish.paths import ALL, ALL_PAGE_SIZE, SEARCH_PAGE, pages, topic_files
 from feeds.publish.write import Writer, WriteStats, cannot_write, sweep
 from feeds.settings import Config
 from feeds.state import Store
@@ -49,19 +50,43 @@ def _lists_key(config: Config) -> str:
     return json.dumps([s.max_items, s.page_size])
 
 
-def _owned(store: Store, public: Path) -> set[str] | None:
-    """Return the topics (and `all`) whose feeds and reading lists our publishes wrote into
-    public/, as the state remembers them; None if it knows of none there (a first publish,
-    a state of an earlier version, another folder)."""
+@dataclass(frozen=True)
+class _Published:
+    """What our publishes wrote into a public/ folder, as the state remembers it."""
+
+    topics: frozenset[str]  # topics (and `all`) whose feeds and reading lists they wrote
+    # The archive parts of each topic's reading list they wrote (1..n); None in a state of
+    # an earlier version, which did not count them.
+    parts: dict[str, int] | None
+
+
+def _owned(store: Store, public: Path) -> _Published | None:
+    """Return what our publishes wrote into public/; None if the state knows of nothing
+    there (a first publish, a state of an earlier version, another folder)."""
     text = store.meta("published")
     data = json.loads(text) if text else {}
     if data.get("public") != str(public.resolve()):
         return None
-    return set(data["topics"])
+    parts = data.get("parts")
+    return _Published(frozenset(data["topics"]), None if parts is None else dict(parts))
 
 
-def _owned_key(public: Path, topics: set[str]) -> str:
-    return json.dumps({"public": str(public.resolve()), "topics": sorted(topics)})
+def _owned_key(public: Path, topics: set[str], parts: dict[str, int]) -> str:
+    return json.dumps(
+        {
+            "public": str(public.resolve()),
+            "topics": sorted(topics),
+            "parts": dict(sorted(parts.items())),
+        }
+    )
+
+
+def _made(owned: _Published | None, topic: str) -> int | None:
+    """Return how many archive parts of a topic our publishes wrote here (None: all that
+    are there, in a state that did not count them)."""
+    if owned is None or topic not in owned.topics:
+        return 0  # none: what its folder holds is the user's
+    return None if owned.parts is None else owned.parts.get(topic, 0)
 
 
 def _present(path: Path | str) -> bool:
@@ -125,15 +150,27 @@ def _publish(
     recheck = store.meta("search") == "recheck"
     if not full and not recheck and not any(dirty.values()):
         # Temp files exist only if a publish died: otherwise there is nothing to look at.
-        return WriteStats(0, 0, sweep(public, lambda _rel: True, papers=True) if died else 0)
-    # Only the files of topics our publishes wrote into public/ are ever removed: it may
-    # hold the user's own (a CNAME, notes, feeds of their own, in feeds/ and topics/ too).
-    # Remembered before any is written: a publish that dies still knows what it wrote.
+        return WriteStats(0, 0, sweep(public, papers=True) if died else 0)
+    # Only the files our publishes wrote into public/ are ever removed: it may hold the
+    # user's own (a CNAME, notes, feeds of their own, in feeds/ and topics/ too, and pages
+    # in a topic's archive folder). Remembered before any is written: a publish that dies
+    # still knows what it wrote.
     owned, current = _owned(store, public), {ALL, *(t.id for t in config.topics)}
+    counts = store.member_counts()
+    archives = {t.id: pages(counts.get(t.id, 0), s.page_size)[1] for t in config.topics}
+    archives[ALL] = pages(store.paper_count(), ALL_PAGE_SIZE)[1]
+    before = {t: n for t in (owned.topics if owned else ()) if (n := _made(owned, t))}
     with store.transaction():
         store.set_meta("publishing", "1")
-        if owned is None or not current <= owned:
-            store.set_meta("published", _owned_key(public, (owned or set()) | current))
+        if (
+            owned is None
+            or owned.parts is None
+            or not current <= owned.topics
+            or any(n > before.get(t, 0) for t, n in archives.items())
+        ):
+            most = {t: max(n, before.get(t, 0)) for t, n in archives.items()}
+            topics = set(owned.topics if owned else ()) | current
+            store.set_meta("published", _owned_key(public, topics, {**before, **most}))
 
     # Only when something is written: jinja2 and feedgen above all, but every module
     # counts when a run with nothing to do should take a blink.
@@ -158,8 +195,9 @@ def _publish(
     # Which topics hold the changed papers, looked up once: asking each topic about each
     # changed paper would cost a new digest's hundred topics ten lookups apiece.
     changed_in = store.topics_of(changed) if len(changed) <= CHANGED_LOOKUPS else None
-    plan = Plan(public, site, full, dirty, changed_in, store.created(), store.member_counts(),
-                titles, s.page_size)  # fmt: skip
+    made = {t: _made(owned, t) for t in current}
+    plan = Plan(public, site, full, dirty, changed_in, store.created(), counts, titles,
+                s.page_size, made)  # fmt: skip
     wanted = {t.id for t in config.topics}
 
     # Items are read for one feed at a time, as it is rendered, and let go after: a full
@@ -172,10 +210,10 @@ def _publish(
     all_feed = feed_view(plan, store, ALL, f"{s.site_title}: all papers",
                          "Every paper, newest first", s.max_items, with_items=True)  # fmt: skip
     todo = [f for f in [all_feed, *views] if full or f.id in dirty["topic"]]
-    pages = page_parts(store, None if full else sorted(dirty["paper"]))
-    parts: list[Part] = [*map(Topic, todo), *pages]
+    paper_parts = page_parts(store, None if full else sorted(dirty["paper"]))
+    parts: list[Part] = [*map(Topic, todo), *paper_parts]
     begun = {"topics": 0, "pages": 0}
-    page_count = sum(p.count for p in pages)
+    page_count = sum(p.count for p in paper_parts)
 
     def begin(part: Part) -> None:
         if isinstance(part, Topic):
@@ -208,19 +246,23 @@ def _publish(
     # Only a publish that was killed leaves temp files (see _replace); a full build looks
     # all the same (the state that would say so may be new).
     if died or full:
-        removed += sweep(public, lambda _rel: True, papers=True)
-    # The files of topics gone from the config go (papers are never removed): of those
-    # the state says were dropped, and of those our publishes wrote here; what else the
-    # folder holds is the user's, whatever its name.
-    for gone in sorted((dirty["dropped"] - wanted) | ((owned or set()) - current)):
+        removed += sweep(public, papers=True)
+    # The files of topics gone from the config go (papers are never removed): those our
+    # publishes wrote here, of topics the state says were dropped or that it remembers
+    # publishing here; what else the folder holds is the user's, whatever its name.
+    mine = owned.topics if owned else frozenset()
+    for gone in sorted(((dirty["dropped"] - wanted) & mine) | (mine - current)):
         for rel in topic_files(gone):
             if (public / rel).exists():
                 (public / rel).unlink()
                 removed += 1
-        if (public / "topics" / gone).is_dir():  # its reading list's archive pages
-            import shutil  # rare: not imported by every run
+        folder = public / "topics" / gone  # its reading list's archive pages
+        if folder.is_dir():
+            from feeds.publish.parts import remove_parts_after  # rare: not every run
 
-            shutil.rmtree(public / "topics" / gone)
+            removed += remove_parts_after(folder, set(os.listdir(folder)), 0, _made(owned, gone))
+            with contextlib.suppress(OSError):  # not empty: the user's files stay
+                folder.rmdir()
     searched = _search(searching)
     written = out.written + helped[0]
     if written or removed or searched.shards or searched.topics:
@@ -230,8 +272,8 @@ def _publish(
         store.set_meta("site", _site_key(config))
         store.set_meta("lists", _lists_key(config))
         store.set_meta("publishing", "0")
-        if owned != current:
-            store.set_meta("published", _owned_key(public, current))
+        if owned is None or owned.topics != current or owned.parts != archives:
+            store.set_meta("published", _owned_key(public, current, archives))
         if (store.meta("search") == "recheck") != bool(searched.failed):
             store.set_meta("search", "recheck" if searched.failed else "ok")
     return WriteStats(written, out.unchanged + helped[1], removed, searched.note)

@@ -214,7 +214,8 @@ def remove_leftovers(root: Path, now: float) -> None:
         if dead:
             shutil.rmtree(temp / name, ignore_errors=True)
     for name in _listed(root, ".build-"):
-        if _pid_in(name, ".build-") != os.getpid():
+        pid = _pid_in(name, ".build-")  # none: not one of ours, whatever it holds
+        if pid is not None and pid != os.getpid():
             shutil.rmtree(root / name, ignore_errors=True)
 
 

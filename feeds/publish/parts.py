@@ -40,6 +40,9 @@ class Plan:
     counts: dict[str, int]  # members by topic
     titles: dict[str, str]  # of the current topics, by id: paper pages list them
     page_size: int  # of a topic's reading list (the all-papers list has its own)
+    # The archive parts of each topic our publishes wrote into public/ (see
+    # remove_parts_after): only those are ever removed.
+    made: dict[str, int | None] = field(default_factory=dict)
     # Each paper's citation and its BibTeX and RIS entries, made once per publish in each
     # process, whichever topics list the paper (filled as parts render; sent empty).
     cited: dict[str, Cited] = field(default_factory=dict, compare=False, repr=False)
@@ -341,17 +344,23 @@ def _reading_list(plan: Plan, store: Store, view: FeedView, every: bool, out: Wr
         for k in sorted(stale):
             page = page_of(store.topic_rows(view.id, size, (k - 1) * size, view.count), k)
             out.write(public / archive_path(view.id, k), page)
-    return remove_parts_after(folder, there, archives)
+    return remove_parts_after(folder, there, archives, plan.made.get(view.id, 0))
 
 
-def remove_parts_after(folder: Path, there: set[str], archives: int) -> int:
-    """Remove the archive parts in `folder` (named in `there`) past the last, `archives`:
-    the list got shorter. Return how many were removed."""
+def remove_parts_after(folder: Path, there: set[str], archives: int, made: int | None) -> int:
+    """Remove the archive parts in `folder` (named in `there`) past the last, `archives`,
+    that our publishes wrote (1..`made`; None: all there, in a state of an earlier version,
+    which did not count them): the list got shorter. Return how many were removed.
+
+    A page there of another number is the user's: a first publish into a folder holding
+    `topics/icml/99.html` keeps it."""
     removed = 0
     for name in there:
-        if name.endswith(".html") and name[:-5].isdigit() and int(name[:-5]) > archives:
-            (folder / name).unlink(missing_ok=True)
-            removed += 1
+        if name.endswith(".html") and name[:-5].isdigit():
+            k = int(name[:-5])
+            if archives < k and (made is None or k <= made) and name == f"{k}.html":
+                (folder / name).unlink(missing_ok=True)
+                removed += 1
     return removed
 
 
@@ -395,7 +404,7 @@ def _all_papers(plan: Plan, store: Store, view: FeedView, every: bool, out: Writ
         stale |= {(seq - 1) // size + 1 for seq in changed if seq <= archives * size}
     for k in sorted(stale):
         out.write(plan.public / archive_path(ALL, k), page_of((k - 1) * size + 1, k * size + 1, k))
-    return remove_parts_after(folder, there, archives)
+    return remove_parts_after(folder, there, archives, plan.made.get(ALL, 0))
 
 
 def _pages(plan: Plan, store: Store, out: Writer, part: Pages) -> None:

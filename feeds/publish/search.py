@@ -210,6 +210,7 @@ class Update:
         self.said: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self.result: Indexed | BaseException | None = None
         self.manifest: dict[str, Any] | None = None
+        self.named: set[str] = set()  # the folders the index.json found named
         self.builder: Builder | None = None
         self.thread: threading.Thread | None = None
         exe = pagefind_binary()
@@ -259,7 +260,10 @@ class Update:
             os.replace(tmp, root / "index.json")
             named = {manifest["primary"], *(s["dir"] for s in manifest["shards"])}
             for folder in [*root.glob("t-*"), *root.glob("p/*")]:
-                if folder.relative_to(root).as_posix() not in named:
+                rel = folder.relative_to(root).as_posix()
+                # Only ours: named by the index before, or sealed by a publish (one that
+                # died before naming it). `search/t-notes/` of the user's stays.
+                if rel not in named and (rel in self.named or (folder / COMPLETE).exists()):
                     shutil.rmtree(folder, ignore_errors=True)
         return self.result
 
@@ -289,6 +293,13 @@ class Update:
         root = self.root
         remove_leftovers(root, time.time())
         old = _read_manifest(root / "index.json") or {}
+        listed = old.get("shards")
+        folders = (
+            [x.get("dir") for x in listed if isinstance(x, dict)]
+            if isinstance(listed, list)
+            else []
+        )
+        self.named = {str(d) for d in [old.get("primary"), *folders] if d}
         same = old.get("format") == FORMAT and old.get("pagefind") == version
         kept: dict[tuple[int, int], str] = {}
         if same:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
@@ -15,10 +15,12 @@ if TYPE_CHECKING:
     import queue
     from types import TracebackType
 
-# What paperfeeds owns inside public/: stale files here are ours to remove (and, anywhere,
-# the temp files of a publish that was killed).
+# Where a publish that was killed may have left temp files of its own.
 MANAGED_DIRS = ("feeds", "topics", "papers")
-MANAGED_SUFFIXES = (".html", *sorted({"." + f.suffix.rpartition(".")[2] for f in ALL_FORMATS}))
+# Temp files of ours, `.<name>.<pid>.tmp` (see _replace; earlier versions ended the name
+# with a random word): the only files a sweep removes. `.drafts.tmp` is not one.
+_KINDS = sorted({"html", "opml", *(f.suffix.rpartition(".")[2] for f in ALL_FORMATS)})
+_TEMP = re.compile(rf"\..+\.(?:{'|'.join(_KINDS)})\.\w+\.tmp")
 
 
 @dataclass(frozen=True)
@@ -184,8 +186,9 @@ def _replace(path: Path, data: bytes) -> None:
         raise
 
 
-def sweep(root: Path, keep: Callable[[str], bool], *, papers: bool = False) -> int:
-    """Remove the managed files under root that `keep` refuses, and stale temp files.
+def sweep(root: Path, *, papers: bool = False) -> int:
+    """Remove the temp files that a publish which died left under root (see _replace);
+    return how many. Nothing else: a file of any other name may be the user's.
 
     papers/ (which may hold a million pages) is looked at only when `papers` is true.
     """
@@ -197,11 +200,7 @@ def sweep(root: Path, keep: Callable[[str], bool], *, papers: bool = False) -> i
         # scandir streams the entries: a listing of papers/ would hold a million names.
         with os.scandir(folder) as entries:
             for entry in entries:
-                name = entry.name
-                rel = f"{d}/{name}" if d else name
-                stale_tmp = name.startswith(".") and name.endswith(".tmp")
-                managed = d and name.endswith(MANAGED_SUFFIXES) and not name.startswith(".")
-                if stale_tmp or (managed and not keep(rel)):
+                if _TEMP.fullmatch(entry.name):
                     Path(entry.path).unlink(missing_ok=True)
                     removed += 1
     return removed

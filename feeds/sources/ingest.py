@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from feeds.errors import DigestRejected
 from feeds.sources.inbox import Input, inbox_files, read_input, shown
+from feeds.words import count
 
 if TYPE_CHECKING:
     from feeds.model import Diagnostic, Link, Paper
@@ -63,16 +64,18 @@ _PAPERS_PER_COMMIT = 20_000  # ingested between commits (see Store.batched)
 def ingest(
     s: Settings, store: Store, now: datetime, progress: Progress, *, offline: bool,
     settle: float, arxiv: Throttle | None, last_run: datetime | None,
+    got: Ingested | None = None,
 ) -> Ingested:  # fmt: skip
-    """Ingest what every source brings that is new; return what happened.
+    """Ingest what every source brings that is new; return what happened (in `got` when
+    given, which then tells what was done before a failure).
 
     `arxiv`: the run's pace for arXiv (None offline: nothing is asked); `last_run`: when
     the last cycle started (a source is said stale once, in the run where it becomes so)."""
-    got = Ingested()
+    got = Ingested() if got is None else got
     # Digests are ingested in commits of many, each whole or not at all (Store.batched).
     with store.batched(_PAPERS_PER_COMMIT) as batch:
         for n, item in enumerate(_inputs(s, store, now, settle, offline, got, last_run), 1):
-            progress(f"digest {n}: {item.name} ({got.counts['new']} new papers so far)")
+            progress(f"digest {n:,}: {item.name} ({count(got.counts['new'], 'new paper')} so far)")
             batch.done(_digest(store, item, now, got))
     if s.arxiv:
         _harvest(s, store, now, got, progress, arxiv, last_run)

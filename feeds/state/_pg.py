@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from feeds.errors import StateError
+from feeds.urls import shown_url, userinfo_unclear
 
 if TYPE_CHECKING:
     import psycopg
@@ -35,17 +36,14 @@ _SECRET = re.compile(r"(?i)([?&](?:ssl)?password=)([^&#]*)")  # libpq's paramete
 
 def shown(url: str) -> str:
     """Return the URL as output shows it: without its password (in its user part, or a
-    `password=` or `sslpassword=` parameter). One that cannot be read (`[::1` with no
-    `]`) is shown as its scheme alone: what it holds is not known to be safe to show."""
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if parts.password is not None:
-            netloc = f"{parts.username or ''}:***@{netloc.rpartition('@')[2]}"
-        query = _SECRET.sub(r"\1***", "?" + parts.query)[1:] if parts.query else ""
-        return urlunsplit(parts._replace(netloc=netloc, query=query))
-    except ValueError:
-        return url.partition("://")[0] + "://…"
+    `password=` or `sslpassword=` parameter); one whose user information cannot be told
+    apart, or read at all, as its scheme alone (see feeds.urls.shown_url)."""
+    said = shown_url(url)
+    if said.endswith("://…"):
+        return said
+    parts = urlsplit(said)
+    query = _SECRET.sub(r"\1***", "?" + parts.query)[1:] if parts.query else ""
+    return urlunsplit(parts._replace(query=query))
 
 
 def secrets(url: str) -> list[str]:
@@ -55,6 +53,9 @@ def secrets(url: str) -> list[str]:
     userinfo = re.match(r"[^:/]+://([^@/?#]*)@", url)
     if userinfo and ":" in userinfo.group(1):
         found.append(userinfo.group(1).partition(":")[2])
+    if userinfo_unclear(url):  # all that may be user information, and each piece of it
+        span = url.partition("://")[2].rpartition("@")[0]
+        found += [span, *(p for p in re.split(r"[@:/?#&]", span) if len(p) >= 3)]
     found += [m.group(2) for m in _SECRET.finditer(url)]
     found += [unquote(x) for x in found[1:]]
     return sorted({x for x in found if x}, key=len, reverse=True)

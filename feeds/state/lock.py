@@ -14,7 +14,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from feeds.errors import StateError
+from feeds.errors import LockHeld, StateError
 
 if TYPE_CHECKING:
     from feeds.state._pg import PgConnection
@@ -55,9 +55,9 @@ def exclusive(state: Path | str, wait: float = 30.0) -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-                    raise StateError(
+                    raise LockHeld(
                         f"another paperfeeds process (pid {holder}) is publishing with this "
-                        f"state; waited {wait:.0f}s. Try again when it has finished",
+                        f"state; waited {wait:.0f}s",
                         file=str(state),
                     ) from None
                 time.sleep(0.2)
@@ -83,10 +83,9 @@ def _advisory(url: str, wait: float) -> Iterator[None]:
         deadline = time.monotonic() + wait
         while not _took(conn):
             if time.monotonic() >= deadline:
-                raise StateError(
+                raise LockHeld(
                     f"another paperfeeds process ({_holder_of(conn) or 'gone meanwhile'}) is"
-                    f" publishing with this state; waited {wait:.0f}s. Try again when it"
-                    " has finished",
+                    f" publishing with this state; waited {wait:.0f}s",
                     file=shown(url),
                 )
             time.sleep(0.2)
