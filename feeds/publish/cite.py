@@ -346,27 +346,30 @@ def _ris_writer() -> Any:
 
 # --- Entries written before ---
 
-# An entry's first line, and the line that names its paper's page (the url field, UR tag):
-# entries are written one field a line, never a blank line inside one.
-_STARTS = {"bibtex": re.compile(r"^@\w+\{([^,\n]*),$", re.MULTILINE),
-           "ris": re.compile(r"^TY  - ", re.MULTILINE)}  # fmt: skip
-_PAGE = {"bibtex": re.compile(r"^  url = \{.*/papers/([0-9a-f]{16})\.html\},?$", re.MULTILINE),
-         "ris": re.compile(r"^UR  - .*/papers/([0-9a-f]{16})\.html$", re.MULTILINE)}  # fmt: skip
-_RIS_KEY = re.compile(r"^ID  - (.*)$", re.MULTILINE)
+# Where an entry's page URL names its paper, and its key: entries are written one field a
+# line and never hold a blank line, so a file is its entries joined by blank lines.
+_PAGE_AT = {"bibtex": "\n  url = {", "ris": "\nUR  - "}
+_KEY_AT = {"bibtex": "{", "ris": "\nID  - "}
 
 
 def entry_blocks(fmt: str, document: str) -> dict[str, tuple[str, str]]:
     """Return the entries of a reading list's BibTeX or RIS file written before, by paper
     id: (its citation key, its text as written). An entry's text depends on its paper, its
     links and its key alone, so a publish takes unchanged papers' entries from here instead
-    of making them again (a new digest in a broad topic adds a few entries to thousands)."""
-    starts = [m.start() for m in _STARTS[fmt].finditer(document)]
+    of making them again (a new digest in a broad topic adds a few entries to thousands).
+
+    String methods, not a regular expression: a new digest reads every changed topic's
+    files (200 MB for 100 broad topics of 10,000 papers)."""
     found: dict[str, tuple[str, str]] = {}
-    for i, start in enumerate(starts):
-        end = starts[i + 1] - 1 if i + 1 < len(starts) else len(document)  # the blank line
-        block = document[start:end]
-        page = _PAGE[fmt].search(block)
-        key = _STARTS[fmt].match(block) if fmt == "bibtex" else _RIS_KEY.search(block)
-        if page and key:
-            found[page.group(1)] = (key.group(1), block)
+    page_at, key_at = _PAGE_AT[fmt], _KEY_AT[fmt]
+    for block in document.split("\n\n"):
+        page = block.find(page_at)
+        page = block.find("/papers/", page) if page >= 0 else -1
+        key = block.find(key_at)
+        if page < 0 or key < 0:
+            continue  # not an entry of ours (a file cut short, say): made again
+        key += len(key_at)
+        key_end = block.find("," if fmt == "bibtex" else "\n", key)
+        text = block if block.endswith("\n") else block + "\n"  # split took the newline
+        found[block[page + 8 : page + 24]] = (block[key:key_end], text)
     return found
