@@ -488,7 +488,7 @@ def test_a_paper_removed_from_the_library_is_listed_on_the_next_run(
     assert summary["new_matches"] == {"mine": 1}
     [hit] = _matched(after[LK])
     assert hit["field"] == "similar"
-    assert re.fullmatch(r"MineDraft \(0\.\d\d\)", hit["term"]), hit
+    assert re.fullmatch(r"MineDraft \(0\.\d\d\): .+", hit["term"]), hit
     assert LK in _reading_list(ws, "mine")
 
 
@@ -502,7 +502,7 @@ def test_feed_items_say_which_library_item_they_are_similar_to_and_how_much(
     for title, item in items.items():
         [hit] = _matched(item)
         assert hit["field"] == "similar"
-        found = re.fullmatch(r"(MineDraft|LK Losses) \((0\.\d\d)\)", hit["term"])
+        found = re.fullmatch(r"(MineDraft|LK Losses) \((0\.\d\d)\): .+", hit["term"])
         assert found, (title, hit)
         assert f"similar to {hit['term']}" in str(item["content_html"])
         assert f"similar to {hit['term']}" in _reading_list(ws, "mine")
@@ -592,14 +592,14 @@ topics:
     run(ws.config(), now=lambda: T0)
     mine = _items(ws, "mine")
     assert PROTEIN in mine  # a like: example is listed, as a library item is not
-    assert [h["term"] for h in _matched(mine[PROTEIN])] == [f"{PROTEIN} (1.00)"]
+    assert [h["term"].partition(":")[0] for h in _matched(mine[PROTEIN])] == [f"{PROTEIN} (1.00)"]
     assert ADAPTIVE not in mine  # unlike:
     assert {TREE, SELF} <= mine.keys()  # the library's examples still count
     assert not mine.keys() & {MINEDRAFT, LK}
     strict = _items(ws, "strict")
     for item in strict.values():
         [hit] = _matched(item)
-        score = re.fullmatch(r"(?:MineDraft|LK Losses) \((\d\.\d\d)\)", hit["term"])
+        score = re.fullmatch(r"(?:MineDraft|LK Losses) \((\d\.\d\d)\): .+", hit["term"])
         assert score, hit
         assert float(score.group(1)) >= 0.2
     assert strict
@@ -837,7 +837,9 @@ def test_like_a_publisher_doi_names_the_paper_with_a_doi_org_link_to_it(
     _like_topic(ws.subscriptions.parent, ADAPTIVE_DOI.upper())
     run(ws.config(), now=lambda: T0)
     items = _items(ws, "like-doi")
-    assert [h["term"] for h in _matched(items[ADAPTIVE])] == [f"{ADAPTIVE} (1.00)"]
+    assert [h["term"].partition(":")[0] for h in _matched(items[ADAPTIVE])] == [
+        f"{ADAPTIVE} (1.00)"
+    ]
 
 
 def test_like_an_unknown_doi_is_a_config_error_naming_it_at_the_topics_line(

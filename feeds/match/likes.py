@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from feeds.errors import ConfigError
@@ -127,21 +127,14 @@ def document_frequencies(store: Store) -> DocFreq:
     return df
 
 
-def scored(
-    df: DocFreq, likes: Sequence[tuple[str, LikeTopic]], papers: Sequence[Paper]
-) -> Iterable[tuple[int, str, str]]:
-    """Yield (index in papers, topic id, why) for each paper a topic by example takes:
-    why is "MineDraft (0.41)", the example it is most similar to and how much."""
-    from feeds.match.similar import similar
+def reason(df: DocFreq, s: Similar, paper: Paper, topic: LikeTopic) -> str:
+    """Return why a topic by example takes a paper, as its item says it: the example it
+    is most similar to, how much, and the words that weighed most ("MineDraft (0.41):
+    speculative, draft, 推测解码"; a long example quoted briefly)."""
+    from feeds.match.similar import paper_text, words
 
-    if not likes or not papers:
-        return
-    for (topic_id, _like), found in zip(
-        likes, similar(df, [t for _id, t in likes], papers), strict=True
-    ):
-        for s in found:
-            if s.passes:
-                yield s.index, topic_id, f"{s.label} ({s.score:.2f})"
+    found = words(df, paper_text(paper), topic.like[s.example].text)
+    return f"{s.label} ({s.score:.2f})" + (f": {', '.join(found)}" if found else "")
 
 
 NEAR = 0.7  # `feeds check` shows the papers scoring this fraction of a threshold or more
@@ -163,34 +156,47 @@ def report(store: Store, topics: Sequence[Topic], where: str) -> tuple[dict[str,
         df = similar.add(similar.empty(), [similar.paper_text(p) for p in papers])
     doc: dict[str, Any] = {}
     lines = ["topics by example (score: similarity to the closest example):"]
-    for topic in like_topics:
-        like = resolve(store, topic, where)
-        floor = like.min_similarity * NEAR
-        (found,) = similar.similar(df, [like], papers, floor=floor)
+    likes = [resolve(store, topic, where) for topic in like_topics]
+    scorer = similar.Scorer(df, likes)
+    for topic, like, found in zip(like_topics, likes, scorer.score(papers, near=NEAR), strict=True):
         ranked = sorted(found, key=lambda s: -s.score)
         taken = [s for s in ranked if s.passes]
-        near = [s for s in ranked if not s.passes]
-        examples = ", ".join(e.label for e in like.like)
+        # Below the threshold, or above it but nearer an unlike example: removed by it.
+        near = [s for s in ranked if not s.passes and s.score < like.min_similarity]
+        unliked = [s for s in ranked if not s.passes and s.score >= like.min_similarity]
+        examples = ", ".join(e.label for e in like.like[:20])
         lines.append(f"  {topic.id}: {count(len(taken), 'paper')} like {shorten(examples, 60)}"
                      f" (min_similarity {like.min_similarity:g})")  # fmt: skip
         lines += [line for lib in topic.criteria.library for line in library_lines(lib, "    ")]
-        lines += [f"      {s.score:.2f}  {shorten(papers[s.index].title, 80)}" for s in taken[:10]]
+        lines += [f"      {_line(df, papers[s.index], s, like)}" for s in taken[:10]]
         if len(taken) > 10:
             lines.append(f"      … and {len(taken) - 10:,} more")
+        if unliked:
+            lines.append("    removed by unlike (more like an unlike example):")
+            lines += [f"      {s.score:.2f}  {shorten(papers[s.index].title, 60)}: more like"
+                      f" {shorten(s.unlike_label or '', 40)} ({s.unlike_score:.2f})"
+                      for s in unliked[:10]]  # fmt: skip
         if near:
             lines.append(f"    just below {like.min_similarity:g}:")
-            lines += [
-                f"      {s.score:.2f}  {shorten(papers[s.index].title, 80)}" for s in near[:5]
-            ]
+            lines += [f"      {_line(df, papers[s.index], s, like)}" for s in near[:5]]
         doc[topic.id] = {
             "min_similarity": like.min_similarity,
             "examples": [e.label for e in like.like],
             "libraries": [_library_json(lib) for lib in topic.criteria.library],
             "unlike": [e.label for e in like.unlike],
-            "papers": [_scored_json(papers[s.index], s) for s in taken],
-            "just_below": [_scored_json(papers[s.index], s) for s in near],
+            "papers": [_scored_json(df, papers[s.index], s, like) for s in taken],
+            "removed_by_unlike": [_scored_json(df, papers[s.index], s, like) for s in unliked],
+            "just_below": [_scored_json(df, papers[s.index], s, like) for s in near],
         }
     return doc, lines
+
+
+def _line(df: DocFreq, paper: Paper, s: Similar, like: LikeTopic) -> str:
+    """Return a paper's line in `feeds check`: its score, title, and why."""
+    from feeds.words import shorten
+
+    said = reason(df, s, paper, like)
+    return f"{s.score:.2f}  {shorten(paper.title, 70)} — similar to {shorten(said, 80)}"
 
 
 def library_report(topics: Sequence[Topic]) -> tuple[dict[str, Any], list[str]]:
@@ -224,6 +230,9 @@ def _library_json(lib: Library) -> dict[str, Any]:
     return {"path": lib.path, "read": lib.read, "used": len(lib.items), "skipped": skipped}
 
 
-def _scored_json(paper: Paper, s: Similar) -> dict[str, Any]:
-    return {"paper_id": paper.paper_id, "title": paper.title, "score": round(s.score, 4),
-            "similar_to": s.label}  # fmt: skip
+def _scored_json(df: DocFreq, paper: Paper, s: Similar, like: LikeTopic) -> dict[str, Any]:
+    out = {"paper_id": paper.paper_id, "title": paper.title, "score": round(s.score, 4),
+           "similar_to": s.label, "why": reason(df, s, paper, like)}  # fmt: skip
+    if s.unlike_label is not None:
+        out |= {"unlike": s.unlike_label, "unlike_score": round(s.unlike_score, 4)}
+    return out

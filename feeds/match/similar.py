@@ -68,8 +68,8 @@ def tokens(text: str) -> list[str]:
                 out.extend([han[i : i + 2] for i in range(len(han) - 1)])
             continue
         word = latin.casefold()
-        if word in _STOPWORDS or word.isdigit():
-            continue
+        if word in _STOPWORDS or word.isdigit() or (len(word) == 1 and word.isascii()):
+            continue  # a lone letter is no word (the `t` of "don't", an initial)
         if word.endswith("sses"):
             word = word[:-2]  # losses -> loss
         elif len(word) > 3 and word[-1] == "s" and word[-2] not in "su":
@@ -118,7 +118,9 @@ class Example:
 
     @classmethod
     def description(cls, text: str) -> Example:
-        return cls(text, text)
+        from feeds.words import shorten
+
+        return cls(shorten(" ".join(text.split()), 80), text)  # quoted briefly in every item
 
 
 @dataclass(frozen=True)
@@ -167,10 +169,49 @@ class Similar:
     unlike_label: str | None
     unlike_score: float
     passes: bool
+    example: int = 0  # which like example of the topic is the most similar (`label`'s)
 
     def explain(self) -> str:
         """Return the reason an item gives: "similar to MineDraft (0.41)"."""
         return f"similar to {self.label} ({self.score:.2f})"
+
+
+def words(df: DocFreq, text: str, example: str, n: int = 3) -> tuple[str, ...]:
+    """Return the words that weigh most in the similarity of a text to an example: the
+    terms both have, by the product of their tf-idf weights (what the cosine adds up), the
+    heaviest first; Chinese bigrams that follow each other in the text are said as the
+    word they make (推测, 测解, 解码: `推测解码`)."""
+    from collections import Counter
+
+    mine, theirs = Counter(tokens(text)), Counter(tokens(example))
+    common = sorted(mine.keys() & theirs.keys())
+    if not common:
+        return ()
+    hashed = _hasher().transform([[t] for t in common])  # one row, one column, per term
+    columns = hashed.indices + np.array([_HALF if is_han(t) else 0 for t in common])
+    weights = idf(df, columns.astype(np.int32)) ** 2
+    weights *= np.array([(1 + np.log(mine[t])) * (1 + np.log(theirs[t])) for t in common])
+    weight = dict(zip(common, weights.tolist(), strict=True))
+    heavy = sorted(common, key=lambda t: (-weight[t], t))[: 4 * n]
+    said: dict[str, float] = {t: weight[t] for t in heavy if not is_han(t)}
+    pairs = {t for t in heavy if is_han(t) and len(t) == 2}
+    for run in re.findall(f"[{_HAN}]+", unicodedata.normalize("NFKC", text)):
+        i = 0
+        while i < len(run) - 1:  # the longest stretch of the run made of heavy bigrams
+            j = i
+            while j < len(run) - 1 and run[j : j + 2] in pairs:
+                j += 1
+            if j > i:
+                word = run[i : j + 1]
+                said[word] = max(
+                    said.get(word, 0.0), *(weight[run[k : k + 2]] for k in range(i, j))
+                )
+            i = j + 1 if j > i else i + 1
+    chosen: list[str] = []
+    for w in sorted(said, key=lambda w: (-said[w], len(w), w)):
+        if not any(w in c or c in w for c in chosen):  # 推测解码 once, not 推测解码的 too
+            chosen.append(w)
+    return tuple(chosen[:n])
 
 
 @dataclass(frozen=True, eq=False)
@@ -352,61 +393,89 @@ def similar(
     `method`: "max" scores a paper by its most similar like example, "centroid" by the mean
     of the like examples; unlike examples count by the most similar, with both.
     """
-    texts = [p if isinstance(p, str) else paper_text(p) for p in papers]
-    out: list[list[Similar]] = [[] for _ in topics]
-    if not texts or not topics:
-        return tuple(tuple(r) for r in out)
-    from scipy import sparse
+    return Scorer(df, topics, method).score(papers, floor=floor)
 
-    sizes = [len(t.like) for t in topics]
-    likes = vectors(df, [e.text for t in topics for e in t.like])
-    unlikes = vectors(df, [e.text for t in topics for e in t.unlike])
-    # Columns: every like example, then (centroid method) each topic's centroid, then
-    # every unlike example.
-    centres = _centroids(likes, sizes) if method == "centroid" else likes[:0]
-    columns = sparse.vstack([likes, centres, unlikes], format="csr")
-    langs = _languages(columns)
-    columns_t = columns.T.tocsr()  # once: the product wants CSR
-    like_at = np.cumsum([0, *sizes])
-    centre_at = like_at[-1]
-    unlike_at = like_at[-1] + centres.shape[0] + np.cumsum([0, *(len(t.unlike) for t in topics)])
-    rows_at_once = max(1, min(_CHUNK, _CELLS // max(1, columns.shape[0])))
-    for start in range(0, len(texts), rows_at_once):
-        block = vectors(df, texts[start : start + rows_at_once])
-        sims = _cosines((block @ columns_t).toarray(), _languages(block), langs)
-        rows = np.arange(block.shape[0])
-        for k, topic in enumerate(topics):
-            if not sizes[k]:
-                continue
-            cols = sims[:, like_at[k] : like_at[k + 1]]
-            best = cols.argmax(axis=1)
-            score = cols[rows, best] if method == "max" else sims[:, centre_at + k]
-            limit = topic.min_similarity if floor is None else min(floor, topic.min_similarity)
-            chosen = np.flatnonzero(score >= limit)
-            if not len(chosen):
-                continue
-            u_best = u_score = None
-            if unlike_at[k + 1] > unlike_at[k]:
-                u_cols = sims[:, unlike_at[k] : unlike_at[k + 1]]
-                u_best = u_cols.argmax(axis=1)
-                u_score = u_cols[rows, u_best]
-            for i in chosen.tolist():
-                paper = papers[start + i]
-                if topic.exclude and isinstance(paper, Paper) and topic.excludes(paper):
-                    continue  # in the topic's library already
-                s = float(score[i])
-                u = 0.0 if u_score is None else float(u_score[i])
-                out[k].append(
-                    Similar(
-                        index=start + i,
-                        label=topic.like[int(best[i])].label,
-                        score=s,
-                        unlike_label=None if u_best is None else topic.unlike[int(u_best[i])].label,
-                        unlike_score=u,
-                        passes=s >= topic.min_similarity and s > u,
-                    )
-                )
-    return tuple(tuple(r) for r in out)
+
+class Scorer:
+    """Topics by example with their examples made into vectors once, to score any number of
+    papers against all of them in one sparse product a block: a new digest under thousands
+    of topics costs its papers and one pass over the examples, not a pass per topic."""
+
+    def __init__(
+        self, df: DocFreq, topics: Sequence[LikeTopic], method: Method = DEFAULT_METHOD
+    ) -> None:
+        from scipy import sparse
+
+        self.df, self.topics, self.method = df, tuple(topics), method
+        sizes = np.array([len(t.like) for t in topics], dtype=np.int64)
+        likes = vectors(df, [e.text for t in topics for e in t.like])
+        unlikes = vectors(df, [e.text for t in topics for e in t.unlike])
+        # Columns: every like example, then (centroid method) each topic's centroid, then
+        # every unlike example.
+        centres = _centroids(likes, list(sizes)) if method == "centroid" else likes[:0]
+        columns = sparse.vstack([likes, centres, unlikes], format="csr")
+        self.langs = _languages(columns)
+        self.columns_t = columns.T.tocsr()  # once: the product wants CSR
+        self.like_at = np.cumsum([0, *sizes])
+        self.centre_at = int(self.like_at[-1])
+        unlike_sizes = [len(t.unlike) for t in topics]
+        self.unlike_at = self.centre_at + centres.shape[0] + np.cumsum([0, *unlike_sizes])
+        self.rows_at_once = max(1, min(_CHUNK, _CELLS // max(1, columns.shape[0])))
+        self.limits = np.array([t.min_similarity for t in topics], dtype=np.float64)
+        self.scored = np.flatnonzero(sizes > 0)  # a topic with no like example takes none
+
+    def score(
+        self,
+        papers: Sequence[Paper] | Sequence[str],
+        *,
+        floor: float | None = None,
+        near: float | None = None,
+    ) -> tuple[tuple[Similar, ...], ...]:
+        """Return what `similar` returns for these papers; `near` (a fraction) lowers each
+        topic's floor to that fraction of its own threshold, as `floor` lowers all."""
+        texts = [p if isinstance(p, str) else paper_text(p) for p in papers]
+        out: list[list[Similar]] = [[] for _ in self.topics]
+        if not texts or not len(self.scored):
+            return tuple(tuple(r) for r in out)
+        limits = self.limits if floor is None else np.minimum(floor, self.limits)
+        if near is not None:
+            limits = np.minimum(limits, self.limits * near)
+        scored, like_at = self.scored, self.like_at
+        for start in range(0, len(texts), self.rows_at_once):
+            block = vectors(self.df, texts[start : start + self.rows_at_once])
+            sims = _cosines((block @ self.columns_t).toarray(), _languages(block), self.langs)
+            if self.method == "max":  # each topic's best like example, all topics at once
+                best = np.maximum.reduceat(sims[:, : self.centre_at], like_at[scored], axis=1)
+            else:
+                best = sims[:, self.centre_at + scored]
+            rows, cols = np.nonzero(best >= limits[scored])
+            for i, c in zip(rows.tolist(), cols.tolist(), strict=True):
+                k = int(scored[c])
+                self._add(out[k], k, papers[start + i], start + i, sims[i], float(best[i, c]))
+        return tuple(tuple(r) for r in out)
+
+    def _add(
+        self, out: list[Similar], k: int, paper: Paper | str, index: int, sims: Any, score: float
+    ) -> None:
+        topic = self.topics[k]
+        if topic.exclude and isinstance(paper, Paper) and topic.excludes(paper):
+            return  # in the topic's library already
+        first, end = int(self.like_at[k]), int(self.like_at[k + 1])
+        best = first + int(sims[first:end].argmax())
+        u_first, u_end = int(self.unlike_at[k]), int(self.unlike_at[k + 1])
+        u_best = u_first + int(sims[u_first:u_end].argmax()) if u_end > u_first else None
+        u_score = 0.0 if u_best is None else float(sims[u_best])
+        out.append(
+            Similar(
+                index=index,
+                label=topic.like[best - first].label,
+                score=score,
+                unlike_label=None if u_best is None else topic.unlike[u_best - u_first].label,
+                unlike_score=u_score,
+                passes=score >= topic.min_similarity and score > u_score,
+                example=best - first,
+            )
+        )
 
 
 def topic_key(topic: LikeTopic) -> str:

@@ -91,6 +91,7 @@ def similar(
                         unlike_label=topic.unlike[u_best].label if u_best is not None else None,
                         unlike_score=u_score,
                         passes=score >= topic.min_similarity and score > u_score,
+                        example=best,
                     )
                 )
         result.append(tuple(found))

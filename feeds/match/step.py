@@ -15,7 +15,7 @@ from feeds.words import count
 
 if TYPE_CHECKING:
     from feeds.match.fast import Matcher
-    from feeds.match.similar import DocFreq, LikeTopic
+    from feeds.match.similar import LikeTopic, Scorer
     from feeds.model import Hit, Paper
     from feeds.state.records import SeqRange
     from feeds.topics import Topic
@@ -69,7 +69,7 @@ class Matching:
         self.unmatched_only = unmatched_only
         self.likes = likes  # topics by example, their examples found (see likes.resolve)
         self._matcher: Matcher | None = None
-        self._df: DocFreq | None = None
+        self._scorer: Scorer | None = None  # the topics by example, made once per job
         self._encoded: dict[int, tuple[tuple[Hit, ...], str]] = {}  # see run
 
     def __getstate__(self) -> _State:
@@ -78,7 +78,7 @@ class Matching:
     def __setstate__(self, state: _State) -> None:
         self.topics, self.unmatched_only, self.likes = state
         self._matcher = None
-        self._df = None
+        self._scorer = None
         self._encoded = {}
 
     def run(self, store: Store, part: SeqRange) -> Matched:
@@ -117,25 +117,31 @@ class Matching:
 
     def _by_example(self, store: Store, found: list[tuple[int, Paper, dict[str, Any]]]) -> None:
         """Add to `found` the topics by example each paper is in: those whose terms (if
-        any) it matched, whose `none` terms it did not, and whose examples it is like."""
+        any) it matched, whose `none` terms it did not, and whose examples it is like.
+
+        Every paper is scored against every topic at once (see similar.Scorer), with the
+        examples made into vectors once per job: thousands of topics by example cost
+        about what as many topics of terms cost."""
         from feeds.match.hits import SIMILAR
-        from feeds.match.likes import kept_frequencies, scored
+        from feeds.match.likes import kept_frequencies, reason
+        from feeds.match.similar import Scorer
         from feeds.model import Hit
 
-        if self._df is None:  # kept by the step before any part is matched
-            self._df = kept_frequencies(store)[0]
+        if self._scorer is None:  # the frequencies were kept by the step before any part
+            self._scorer = Scorer(kept_frequencies(store)[0], [like for _id, like in self.likes])
         criteria = dict(self.topics)
-        for topic_id, like in self.likes:
+        results = self._scorer.score([paper for _seq, paper, _m in found])
+        for (topic_id, like), taken in zip(self.likes, results, strict=True):
             c = criteria[topic_id]
             narrowed = bool(replace(c, like=(), unlike=(), none=(), library=()).positive)
-            batch = [
-                (i, m) for i, (_seq, _paper, m) in enumerate(found)
-                if (not narrowed or f"{topic_id}\0terms" in m) and f"{topic_id}\0none" not in m
-            ]  # fmt: skip
-            papers = [found[i][1] for i, _m in batch]
-            for index, _tid, why in scored(self._df, ((topic_id, like),), papers):
-                matches = batch[index][1]
+            for s in taken:
+                _seq, paper, matches = found[s.index]
+                if not s.passes or f"{topic_id}\0none" in matches:
+                    continue
                 terms = matches.get(f"{topic_id}\0terms", ())
+                if narrowed and not terms:
+                    continue
+                why = reason(self._scorer.df, s, paper, like)
                 matches[topic_id] = (*terms, Hit(why, SIMILAR))
 
 
