@@ -291,3 +291,32 @@ def test_fast_agrees_with_the_reference_on_the_labelled_set() -> None:
 def test_explanations_name_a_description_as_written() -> None:
     s = S.similar(S.empty(), [S.LikeTopic((S.Example.description("推测解码"),))], ["推测解码"])
     assert re.fullmatch(r"similar to 推测解码 \(1\.00\)", s[0][0].explain())
+
+
+@settings(max_examples=200, deadline=None)  # the first example imports scikit-learn
+@given(st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=20))
+def test_terms_hash_to_the_columns_scikit_learn_gives(terms: list[str]) -> None:
+    """The columns are scikit-learn HashingVectorizer's (the document frequencies kept in
+    a state were counted with it): mmh3 spares every run scikit-learn's import."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    hasher = HashingVectorizer(analyzer=lambda ts: ts, n_features=S.N_FEATURES // 2,
+                               alternate_sign=False, norm=None)  # fmt: skip
+    for term in terms:
+        (want,) = hasher.transform([[term]]).indices
+        assert S.column(term) == want + (S.N_FEATURES // 2 if S.is_han(term) else 0)
+
+
+def test_a_run_with_topics_by_example_does_not_load_scikit_learn(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from feeds.match import similar as S; "
+        "df = S.add(S.empty(), ['MineDraft 推测解码', 'graphs']); "
+        "t = S.LikeTopic((S.Example.description('推测解码 drafts'),)); "
+        "S.similar(df, [t], ['推测解码 for LLMs']); "
+        "assert 'sklearn' not in sys.modules, 'sklearn imported'"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -47,7 +47,7 @@ def check(
             if topic is not None and topic.criteria.by_example and store is not None:
                 from feeds.match.likes import report  # compared, not matched: its scores
 
-                doc, lines = report(store, [topic], str(config.subscriptions_path))
+                doc, lines = report(store, [topic], str(config.subscriptions_path), why=True)
             elif topic is not None:
                 doc, lines = explained(topic, stored)
             else:

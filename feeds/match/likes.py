@@ -140,10 +140,13 @@ def reason(df: DocFreq, s: Similar, paper: Paper, topic: LikeTopic) -> str:
 NEAR = 0.7  # `feeds check` shows the papers scoring this fraction of a threshold or more
 
 
-def report(store: Store, topics: Sequence[Topic], where: str) -> tuple[dict[str, Any], list[str]]:
+def report(
+    store: Store, topics: Sequence[Topic], where: str, *, why: bool = False
+) -> tuple[dict[str, Any], list[str]]:
     """Return what `feeds check` says of the topics by example, with `--json` and without:
     per topic its examples and threshold, the stored papers it takes with their scores,
-    and those just below the threshold (to tune it by)."""
+    those `unlike:` removed and those just below the threshold (to tune it by); `why`
+    (`--explain` of one topic) names the words that weighed most for each."""
     from feeds.match import similar
     from feeds.words import count, shorten
 
@@ -168,7 +171,7 @@ def report(store: Store, topics: Sequence[Topic], where: str) -> tuple[dict[str,
         lines.append(f"  {topic.id}: {count(len(taken), 'paper')} like {shorten(examples, 60)}"
                      f" (min_similarity {like.min_similarity:g})")  # fmt: skip
         lines += [line for lib in topic.criteria.library for line in library_lines(lib, "    ")]
-        lines += [f"      {_line(df, papers[s.index], s, like)}" for s in taken[:10]]
+        lines += [f"      {_line(df, papers[s.index], s, like, why)}" for s in taken[:10]]
         if len(taken) > 10:
             lines.append(f"      … and {len(taken) - 10:,} more")
         if unliked:
@@ -178,25 +181,26 @@ def report(store: Store, topics: Sequence[Topic], where: str) -> tuple[dict[str,
                       for s in unliked[:10]]  # fmt: skip
         if near:
             lines.append(f"    just below {like.min_similarity:g}:")
-            lines += [f"      {_line(df, papers[s.index], s, like)}" for s in near[:5]]
+            lines += [f"      {_line(df, papers[s.index], s, like, why)}" for s in near[:5]]
         doc[topic.id] = {
             "min_similarity": like.min_similarity,
             "examples": [e.label for e in like.like],
             "libraries": [_library_json(lib) for lib in topic.criteria.library],
             "unlike": [e.label for e in like.unlike],
-            "papers": [_scored_json(df, papers[s.index], s, like) for s in taken],
-            "removed_by_unlike": [_scored_json(df, papers[s.index], s, like) for s in unliked],
-            "just_below": [_scored_json(df, papers[s.index], s, like) for s in near],
+            "papers": [_scored_json(df, papers[s.index], s, like, why) for s in taken],
+            "removed_by_unlike": [_scored_json(df, papers[s.index], s, like, why) for s in unliked],
+            "just_below": [_scored_json(df, papers[s.index], s, like, why) for s in near],
         }
     return doc, lines
 
 
-def _line(df: DocFreq, paper: Paper, s: Similar, like: LikeTopic) -> str:
-    """Return a paper's line in `feeds check`: its score, title, and why."""
+def _line(df: DocFreq, paper: Paper, s: Similar, like: LikeTopic, why: bool) -> str:
+    """Return a paper's line in `feeds check`: its score, title, and (`why`) the example
+    it is most like and the words that weighed most."""
     from feeds.words import shorten
 
-    said = reason(df, s, paper, like)
-    return f"{s.score:.2f}  {shorten(paper.title, 70)} — similar to {shorten(said, 80)}"
+    line = f"{s.score:.2f}  {shorten(paper.title, 80)}"
+    return f"{line} — similar to {shorten(reason(df, s, paper, like), 80)}" if why else line
 
 
 def library_report(topics: Sequence[Topic]) -> tuple[dict[str, Any], list[str]]:
@@ -230,9 +234,13 @@ def _library_json(lib: Library) -> dict[str, Any]:
     return {"path": lib.path, "read": lib.read, "used": len(lib.items), "skipped": skipped}
 
 
-def _scored_json(df: DocFreq, paper: Paper, s: Similar, like: LikeTopic) -> dict[str, Any]:
+def _scored_json(
+    df: DocFreq, paper: Paper, s: Similar, like: LikeTopic, why: bool
+) -> dict[str, Any]:
     out = {"paper_id": paper.paper_id, "title": paper.title, "score": round(s.score, 4),
-           "similar_to": s.label, "why": reason(df, s, paper, like)}  # fmt: skip
+           "similar_to": s.label}  # fmt: skip
+    if why:
+        out["why"] = reason(df, s, paper, like)
     if s.unlike_label is not None:
         out |= {"unlike": s.unlike_label, "unlike_score": round(s.unlike_score, 4)}
     return out

@@ -5,8 +5,8 @@ paper's English, not diluted by its Chinese summary). Pure: no I/O, no clock. Th
 obvious implementation it must agree with is feeds.match.similar_reference; benchmarks/like.md
 says why this method and threshold.
 
-Incremental by construction: terms are hashed into N_FEATURES columns (scikit-learn's
-HashingVectorizer: no vocabulary to fit), and the document frequencies are a vector of
+Incremental by construction: terms are hashed into N_FEATURES columns (as scikit-learn's
+HashingVectorizer hashes: no vocabulary to fit), and the document frequencies are a vector of
 counts (`DocFreq`) that new papers are added to. Scoring a new digest costs its own papers
 plus a constant (one pass over the count vector), however long the history.
 
@@ -27,7 +27,7 @@ import unicodedata
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -187,9 +187,7 @@ def words(df: DocFreq, text: str, example: str, n: int = 3) -> tuple[str, ...]:
     common = sorted(mine.keys() & theirs.keys())
     if not common:
         return ()
-    hashed = _hasher().transform([[t] for t in common])  # one row, one column, per term
-    columns = hashed.indices + np.array([_HALF if is_han(t) else 0 for t in common])
-    weights = idf(df, columns.astype(np.int32)) ** 2
+    weights = idf(df, np.array([column(t) for t in common], dtype=np.int32)) ** 2
     weights *= np.array([(1 + np.log(mine[t])) * (1 + np.log(theirs[t])) for t in common])
     weight = dict(zip(common, weights.tolist(), strict=True))
     heavy = sorted(common, key=lambda t: (-weight[t], t))[: 4 * n]
@@ -247,30 +245,38 @@ def is_han(term: str) -> bool:
     return "\u3400" <= term[0] <= "\u9fff" or "\uf900" <= term[0] <= "\ufaff"
 
 
-def _as_is(terms: list[str]) -> list[str]:
-    return terms
+@lru_cache(maxsize=1 << 18)
+def column(term: str) -> int:
+    """Return a term's hashed column: scikit-learn's HashingVectorizer's (MurmurHash3 of
+    its UTF-8, signed, its absolute value modulo the columns of a half), words in the first
+    half, Chinese bigrams in the second (so that languages can be told apart after hashing).
 
+    mmh3 rather than scikit-learn itself, whose import took ~0.6 s of every run that had a
+    topic by example to match; tests/test_similar.py holds the two to the same columns."""
+    import mmh3
 
-@cache
-def _hasher() -> Any:
-    from sklearn.feature_extraction.text import HashingVectorizer
-
-    return HashingVectorizer(analyzer=_as_is, n_features=_HALF, alternate_sign=False, norm=None)
+    h = mmh3.hash(term, 0, signed=True)
+    at = (2147483647 - (_HALF - 1)) % _HALF if h == -2147483648 else abs(h) % _HALF
+    return at + _HALF if is_han(term) else at
 
 
 def _term_counts(texts: Sequence[str]) -> Any:
-    """Return a CSR matrix: per text, the count of each hashed term; words in the first
-    half of the columns, Chinese bigrams in the second (so that languages can be told
-    apart after hashing)."""
+    """Return a CSR matrix: per text, the count of each hashed term (see column)."""
+    from collections import Counter
+
     from scipy import sparse
 
-    if not texts:  # the hasher cannot take none
-        return sparse.csr_matrix((0, N_FEATURES), dtype=np.float64)
-    split = [tokens(t) for t in texts]
-    words = _hasher().transform([[w for w in ts if not is_han(w)] for ts in split])
-    han = _hasher().transform([[w for w in ts if is_han(w)] for ts in split])
-    matrix = sparse.hstack([words, han], format="csr")
-    matrix.sum_duplicates()
+    indptr, indices, counts = [0], list[int](), list[int]()
+    for text in texts:
+        found = Counter(column(t) for t in tokens(text))
+        indices += found.keys()
+        counts += found.values()
+        indptr.append(len(indices))
+    matrix = sparse.csr_matrix(
+        (np.array(counts, dtype=np.float64), np.array(indices, dtype=np.int32), indptr),
+        shape=(len(texts), N_FEATURES),
+    )
+    matrix.sort_indices()
     return matrix
 
 
@@ -367,14 +373,15 @@ def _cosines(
 def _centroids(rows: Any, sizes: Sequence[int]) -> Any:
     """Return per group of rows the mean of their unit vectors (CSR, one row per group)."""
     from scipy import sparse
-    from sklearn.preprocessing import normalize
 
     group = np.repeat(np.arange(len(sizes)), sizes)
     weight = 1.0 / np.repeat(np.maximum(sizes, 1), sizes)
+    norms = np.sqrt(np.asarray(rows.multiply(rows).sum(axis=1)).ravel())
+    weight = weight / np.where(norms > 0, norms, 1.0)  # each row a unit vector
     member = sparse.csr_matrix(
         (weight, (group, np.arange(len(group)))), shape=(len(sizes), len(group))
     )
-    return (member @ normalize(rows)).tocsr()
+    return (member @ rows).tocsr()
 
 
 def similar(
