@@ -48,6 +48,7 @@ class RunSummary:
     lookups: int = 0  # papers looked up on arXiv / Hugging Face
     links_looked_up: int = 0  # new links those lookups gave
     warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what else the run tells (topics by example fitted anew)
     rejected: tuple[Rejection, ...] = ()
     problems: tuple[Diagnostic, ...] = ()
     deferred: tuple[str, ...] = ()  # files still being written, left for a later cycle
@@ -135,6 +136,7 @@ def _cycle(
     # status, so that `feeds status` says how the last run ended and what it had done.
     got, step = Ingested(), "ingesting"
     new_matches: dict[str, int] = {}
+    notes: tuple[str, ...] = ()
     files, report, bucket = WriteStats(0, 0, 0), None, {}
     alerts: tuple[Outcome, ...] = ()
     try:
@@ -145,7 +147,7 @@ def _cycle(
                last_run=last, got=got)  # fmt: skip
         step = "matching"
         progress(step)
-        new_matches = update_members(
+        new_matches, notes = update_members(
             config.topics, store, now, progress, where=str(config.subscriptions_path)
         )
         step = "publishing"
@@ -183,6 +185,7 @@ def _cycle(
         raise
     seconds = time.monotonic() - began
     summary = _summary(got, store, new_matches, report, files, bucket, alerts, seconds)
+    summary = replace(summary, notes=notes) if notes else summary
     if summary.alerts_sent:
         from feeds.alerts.send import links_nobody_opens
 

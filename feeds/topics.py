@@ -56,6 +56,8 @@ class Topic:
     line: int = 0
     # What is valid but likely not meant (see comma_warning), at its file and line.
     warnings: tuple[Diagnostic, ...] = field(default=(), compare=False)
+    # The lines of its `like:` examples, then of its `unlike:` ones (for their messages).
+    examples: tuple[int, ...] = field(default=(), compare=False)
 
     # Both are kept in the state and compared on every run; computed once and cached with
     # the config. The repr of a frozen dataclass of tuples of strings is stable.

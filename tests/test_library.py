@@ -842,7 +842,7 @@ def test_like_a_publisher_doi_names_the_paper_with_a_doi_org_link_to_it(
     ]
 
 
-def test_like_an_unknown_doi_is_a_config_error_naming_it_at_the_topics_line(
+def test_like_an_unknown_doi_is_a_config_error_naming_it_at_its_line(
     tmp_path: Path, feeds_cli: Cli
 ) -> None:
     ws = _project(tmp_path, "", {})
@@ -850,6 +850,6 @@ def test_like_an_unknown_doi_is_a_config_error_naming_it_at_the_topics_line(
     r = feeds_cli(ws.root, "run", *ws.cli_args())
     assert r.returncode == 2, r.stderr
     assert (
-        "subscriptions.yaml:2: topic 'like-doi': no stored paper has the DOI"
-        " '10.1145/9999999.9999999'" in r.stderr
+        "subscriptions.yaml:4: topic 'like-doi': no stored paper has the DOI"
+        " '10.1145/9999999.9999999'" in r.stderr  # the example's own line
     )

@@ -131,11 +131,11 @@ def test_an_unknown_arxiv_id_is_a_config_error_with_its_line_and_the_closest_tit
     _topics(workspace, BY_EXAMPLE, "  - id: bad\n    title: Bad\n    like: [2612.99999]\n")
     with pytest.raises(ConfigError) as caught:
         run(workspace.config(), now=lambda: T0)
-    assert caught.value.line == 5
+    assert caught.value.line == 7  # the example's own line
     assert "no stored paper has the arXiv id '2612.99999'" in caught.value.message
     r = feeds_cli(workspace.root, "run", *workspace.cli_args())
     assert r.returncode == 2
-    assert f"{workspace.subscriptions}:5: topic 'bad'" in r.stderr
+    assert f"{workspace.subscriptions}:7: topic 'bad'" in r.stderr
 
 
 @pytest.mark.parametrize(
@@ -172,3 +172,100 @@ def test_check_shows_the_scores_and_the_papers_just_below(
     assert all(p["score"] < 0.1 for p in doc["like"]["spec"]["just_below"])
     explain = feeds_cli(workspace.root, "check", "--explain", "spec", *args)
     assert "spec: 3 papers like" in explain.stdout
+
+
+def test_every_unknown_name_is_an_error_at_its_own_line_with_the_closest(
+    workspace: Workspace,
+) -> None:
+    from feeds.text import paper_id
+
+    typo = "0" + paper_id(MINEDRAFT)[1:]  # MineDraft's id, one digit off
+    bad = (f"  - id: bad\n    title: Bad\n    like:\n      - 2612.99999\n      - {typo}\n"
+           "    unlike:\n      - 10.9999/nothing\n")  # fmt: skip
+    _topics(workspace, BY_EXAMPLE, bad)
+    with pytest.raises(ConfigError) as caught:
+        run(workspace.config(), now=lambda: T0)
+    said = str(caught.value)
+    where = str(workspace.subscriptions)
+    assert said.startswith(f"{where}:8: topic 'bad': no stored paper has the arXiv id")
+    assert f"\n{where}:9: topic 'bad': no stored paper has the paper id '{typo}'" in said
+    assert f"the closest: {paper_id(MINEDRAFT)} (MineDraft" in said  # the one meant
+    assert f"\n{where}:11: topic 'bad': no stored paper has the DOI '10.9999/nothing'" in said
+
+
+def test_check_warns_of_an_example_one_letter_off_a_stored_title(
+    workspace: Workspace, feeds_cli: Cli
+) -> None:
+    off = MINEDRAFT.replace("Parallel", "Paralel")
+    _topics(workspace, f'  - id: typo\n    title: Typo\n    like: ["{off}"]\n')
+    run(workspace.config(), now=lambda: T0)
+    args = ("--subscriptions", str(workspace.subscriptions), "--state", str(workspace.state))
+    r = feeds_cli(workspace.root, "check", *args)
+    found = re.search(
+        rf"{re.escape(str(workspace.subscriptions))}:4: warning: topic 'typo': '{off}' is no "
+        rf"stored title; did you mean '{re.escape(MINEDRAFT)}'\? \(as a description it scores "
+        r"0\.\d\d against that paper\)",
+        r.stdout,
+    )
+    assert found, r.stdout
+
+
+def test_check_says_which_papers_unlike_removed_and_why(
+    workspace: Workspace, feeds_cli: Cli
+) -> None:
+    _topics(workspace, BY_EXAMPLE.replace("like: [", f'unlike: ["{DAPD}"]\n    like: ['))
+    run(workspace.config(), now=lambda: T0)
+    args = ("--subscriptions", str(workspace.subscriptions), "--state", str(workspace.state))
+    r = feeds_cli(workspace.root, "check", *args)
+    assert "removed by unlike (more like an unlike example):" in r.stdout, r.stdout
+    assert re.search(r"      0\.1\d  DAPD: .*: more like DAPD \(1\.00\)", r.stdout), r.stdout
+    below = r.stdout.partition("just below")[2]
+    assert "DAPD" not in below  # removed by unlike, not "just below" the threshold
+    doc = json.loads(feeds_cli(workspace.root, "check", "--json", *args).stdout)
+    (removed,) = doc["like"]["spec"]["removed_by_unlike"]
+    assert (removed["title"], removed["unlike"]) == (DAPD, "DAPD")
+
+
+def test_a_long_example_is_quoted_briefly_in_every_item(workspace: Workspace) -> None:
+    short = "推测解码的草稿与验证 speculative decoding draft models"
+    sizes = {}
+    for name, text in (("short", short), ("long", short + " padding" * 130_000)):  # ~1 MB
+        _topics(workspace, f"  - id: spec-zh\n    title: Z\n    like: [{json.dumps(text)}]\n")
+        run(workspace.config(), now=lambda: T0)
+        feeds_dir = workspace.public / "feeds"
+        sizes[name] = sum(p.stat().st_size for p in feeds_dir.glob("spec-zh.*"))
+        assert "padding padding padding padding padding padding padding" not in (
+            feeds_dir / "spec-zh.json"
+        ).read_text("utf-8")
+    assert sizes["long"] < sizes["short"] * 1.2, sizes
+
+
+def test_a_lone_letter_is_no_word() -> None:
+    from feeds.match import similar as S
+
+    assert S.tokens("Don't t a X: it's LLM-based") == ["don", "llm", "based"]
+
+
+def test_scores_use_frequencies_fitted_anew_once_the_papers_grew_by_a_tenth(
+    workspace: Workspace,
+) -> None:
+    from feeds.cache import cache_dir
+
+    _topics(workspace, BY_EXAMPLE)
+    first = run(workspace.config(), now=lambda: T0)
+    assert first.notes == ()  # the first fit: nothing to tell
+    assert list(cache_dir().glob("examples-*.pickle"))  # the examples' vectors, kept
+    papers = "".join(
+        f"Drafting Method {i} for Speculative Decoding\n\nAnn Bell\n\nAI总结 推测解码方法{i}。\n\n"
+        for i in range(7)
+    )
+    (workspace.inbox / "more.txt").write_text("ICML\n\n" + papers, encoding="utf-8")
+    later = run(workspace.config(), now=lambda: T0 + timedelta(days=1))
+    assert later.notes == (
+        "topics by example: document frequencies fitted anew on 67 papers (were 60)",
+    )
+    assert later.new_matches["spec"] >= 5  # scored with the new fit
+    (workspace.inbox / "one.txt").write_text(
+        "ICML\n\nOne More Drafting Method\n\nAnn Bell\n\nAI总结 推测解码。\n", encoding="utf-8"
+    )
+    assert run(workspace.config(), now=lambda: T0 + timedelta(days=2)).notes == ()

@@ -125,13 +125,6 @@ def test_tokens_are_words_and_chinese_bigrams() -> None:
     assert S.paper_label(by_title(FAST)) == FAST
 
 
-def test_unknown_example_gets_the_closest_titles() -> None:
-    titles = [p.title for p in corpus()[0]]
-    assert S.closest("MineDraft: A Framework for Batch Speculative Decoding", titles)[0] == (
-        MINEDRAFT
-    )
-
-
 # --- stability: decisions are made at entry; the engine's part is exact and additive -------
 
 UNRELATED = tuple(

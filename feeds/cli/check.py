@@ -52,6 +52,10 @@ def check(
                 doc, lines = explained(topic, stored)
             else:
                 found = warnings(config, os.environ)
+                if store is not None and any(t.criteria.like for t in config.topics):
+                    from feeds.match.likes import example_warnings  # nearly a stored title
+
+                    found += example_warnings(store, config.topics, str(config.subscriptions_path))
                 doc, lines = reported(config, stored, datetime.now(UTC), found, quiet, progress)
                 if (
                     not quiet

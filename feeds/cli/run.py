@@ -84,6 +84,8 @@ def print_summary(summary: RunSummary, config: Config, quiet: bool, offline: boo
     if s.harvested:
         click.echo("arXiv: " + ", ".join(f"{c} +{n:,}" for c, n in s.harvested.items()))
     click.echo("new matches: " + say_gains(s.new_matches))
+    for note in s.notes:
+        click.echo(note)
     line = f"links: {s.links_found:,} new in digests"
     if s.lookups:
         line += f", {s.links_looked_up:,} found by looking up {count(s.lookups, 'paper')}"

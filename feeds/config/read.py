@@ -263,6 +263,7 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
         max_items=max_items,
         line=line_of(node),
         warnings=tuple(commas),
+        examples=tuple(line_of(i) for k in ("like", "unlike") if k in m for i in r.items(m[k], k)),
     )
 
 
@@ -276,17 +277,8 @@ def _similarity(r: _Reader, node: yaml.Node) -> float:
 _LINK_KEYS: tuple[str, ...] = ("check", "allow_hosts", "timeout", "concurrency", "per_host")
 _LINK_KEYS += ("arxiv", "huggingface", "lookups_per_run", "arxiv_api", "huggingface_api")
 _LINK_KEYS += ("github_api", "arxiv_delay")
-_SETTINGS_KEYS: tuple[str, ...] = (
-    "site",
-    "inbox",
-    "sources",
-    "public_dir",
-    "state",
-    "schedule",
-    "settle",
-    "stale_after",
-)
-_SETTINGS_KEYS += ("feed", "links", "alerts", "arxiv_backfill")
+_SETTINGS_KEYS = ("site", "inbox", "sources", "public_dir", "state", "schedule", "settle",
+                  "stale_after", "feed", "links", "alerts", "arxiv_backfill")  # fmt: skip
 
 
 def read_settings(path: Path | None, config_files: Iterable[Path] = ()) -> Settings:

@@ -17,13 +17,18 @@ from feeds.errors import ConfigError
 from feeds.text import paper_id
 
 if TYPE_CHECKING:
-    from feeds.match.similar import DocFreq, Example, LikeTopic, Similar
+    from feeds.match.similar import DocFreq, Example, LikeTopic, Scorer, Similar
     from feeds.model import Library, LibraryItem, Paper
     from feeds.state import Store
     from feeds.topics import Topic
 
 DF_KEY = "similar:df"  # the document frequencies (similar.to_bytes, base64) ...
 SEQ_KEY = "similar:seq"  # ... of the papers up to this arrival order (seq)
+# The frequencies papers are scored with, fitted from those above and kept while the
+# papers have not grown by a tenth: thousands of topics' examples are then the same vectors
+# from run to run (see Scorer's cache), and a paper's score means the same for longer.
+FIT_KEY = "similar:fit"
+REFIT = 1.1
 
 _PAPER_ID = re.compile(r"[0-9a-f]{16}")
 
@@ -33,15 +38,28 @@ def resolve(store: Store, topic: Topic, where: str) -> LikeTopic:
     (named by its title, paper id, arXiv id or DOI) or a description, and each item of its
     libraries (its title and abstract), whose papers it does not take.
 
-    Raises ConfigError (at the topic's line in `where`) for an arXiv id, DOI or paper id
-    that names no stored paper, with the closest titles."""
+    Raises ConfigError for every arXiv id, DOI or paper id that names no stored paper, each
+    at its own line in `where`, with the stored papers whose names are closest."""
     from feeds.match.similar import DEFAULT_MIN_SIMILARITY, LikeTopic
 
     c = topic.criteria
+    texts = (*c.like, *c.unlike)
+    lines = topic.examples if len(topic.examples) == len(texts) else (topic.line,) * len(texts)
+    examples: list[Example] = []
+    errors: list[ConfigError] = []
+    for text, line in zip(texts, lines, strict=True):
+        try:
+            examples.append(_example(store, text, topic, where, line))
+        except ConfigError as e:
+            errors.append(e)
+    if errors:  # each said, at its line: the first is the error, the rest follow it
+        first = errors[0]
+        message = first.message + "".join(f"\n{e}" for e in errors[1:])
+        raise ConfigError(message, file=first.file, line=first.line)
     from_library = tuple(_library_example(store, item) for lib in c.library for item in lib.items)
     return LikeTopic(
-        like=tuple(_example(store, text, topic, where) for text in c.like) + from_library,
-        unlike=tuple(_example(store, text, topic, where) for text in c.unlike),
+        like=tuple(examples[: len(c.like)]) + from_library,
+        unlike=tuple(examples[len(c.like) :]),
         min_similarity=DEFAULT_MIN_SIMILARITY if c.min_similarity is None else c.min_similarity,
         exclude=frozenset().union(*(lib.known() for lib in c.library)),
     )
@@ -64,30 +82,94 @@ def _library_example(store: Store, item: LibraryItem) -> Example:
     return Example(title_label(item.title), text)
 
 
-def _example(store: Store, text: str, topic: Topic, where: str) -> Example:
-    from feeds.match.similar import Example, closest
+def _example(store: Store, text: str, topic: Topic, where: str, line: int) -> Example:
+    from feeds.match.similar import Example
     from feeds.text import arxiv_id, normalize_doi
 
     found: Paper | None
     if arxiv := arxiv_id(text):  # 2601.00001, arXiv:2601.00001, 10.48550/arXiv.2601.00001
-        found, kind = store.paper_of_arxiv(arxiv), "arXiv id"
+        found, kind, name = store.paper_of_arxiv(arxiv), "arXiv id", arxiv
     elif doi := normalize_doi(text):
         pid = store.paper_with_doi(doi)
-        found, kind = (store.paper(pid) if pid else None), "DOI"
+        found, kind, name = (store.paper(pid) if pid else None), "DOI", doi
     elif _PAPER_ID.fullmatch(text.strip()):
-        found, kind = store.paper(text.strip()), "paper id"
+        found, kind, name = store.paper(text.strip()), "paper id", text.strip()
     else:  # a title names its paper whatever its case and punctuation; else a description
         paper = store.paper(paper_id(text))
         return Example.description(text) if paper is None else Example.of_paper(paper)
     if found is None:
-        near = closest(text, store.titles())
-        also = f"; the closest titles: {'; '.join(near)}" if near else ""
+        near = _closest_names(store, kind, name)
+        also = f"; the closest: {'; '.join(near)}" if near else ""
         raise ConfigError(
             f"topic {topic.id!r}: no stored paper has the {kind} {text!r}{also}",
             file=where,
-            line=topic.line,
+            line=line,
         )
     return Example.of_paper(found)
+
+
+def _closest_names(store: Store, kind: str, name: str) -> list[str]:
+    """Return the stored papers whose names of this kind are nearest to an unknown one, as
+    `2612.00077 (MineDraft: A Framework ...)`: the one meant, when it was mistyped."""
+    import difflib
+
+    from feeds.words import shorten
+
+    titles = {n.lower(): t for n, t in store.names(kind)}
+    near = difflib.get_close_matches(name.lower(), list(titles), n=3, cutoff=0.6)
+    return [f"{n} ({shorten(titles[n], 60)})" for n in near]
+
+
+def example_warnings(store: Store, topics: Sequence[Topic], where: str) -> list[str]:
+    """Return `feeds check`'s warnings of examples that are nearly a stored title (one or
+    two letters off, as `file:line: warning: ...`): taken as descriptions, they are likely
+    mistyped titles. One pass over the stored titles for all of them."""
+    from feeds.match.similar import Example, Scorer
+    from feeds.match.similar import LikeTopic as Like
+    from feeds.text import arxiv_id, normalize_doi, title_key
+
+    wanted: list[tuple[Topic, int, str, str]] = []  # topic, line, the text, its title key
+    for topic in topics:
+        texts = (*topic.criteria.like, *topic.criteria.unlike)
+        lines = topic.examples if len(topic.examples) == len(texts) else (topic.line,) * len(texts)
+        for text, line in zip(texts, lines, strict=True):
+            if arxiv_id(text) or normalize_doi(text) or _PAPER_ID.fullmatch(text.strip()):
+                continue
+            if len(text) >= 12 and store.paper(paper_id(text)) is None:
+                wanted.append((topic, line, text, title_key(text)))
+    if not wanted:
+        return []
+    sizes = {len(text) for _t, _l, text, _k in wanted}
+    found: dict[int, str] = {}  # index in wanted -> the stored title it nearly is
+    for title in store.titles():
+        if not any(abs(len(title) - n) <= 4 for n in sizes):
+            continue  # no example is near its length: no key to make
+        key = title_key(title)
+        for i, (_topic, _line, _text, mine) in enumerate(wanted):
+            if i not in found and abs(len(key) - len(mine)) <= 2 and _edits(mine, key) <= 2:
+                found[i] = title
+    out = []
+    df = kept_frequencies(store)[0]
+    for i, title in sorted(found.items()):
+        topic, line, text, _key = wanted[i]
+        paper = store.paper(paper_id(title))
+        score = 0.0
+        if paper is not None:
+            (got,) = Scorer(df, [Like((Example.description(text),))]).score([paper], floor=-1.0)
+            score = got[0].score if got else 0.0
+        out.append(f"{where}:{line}: warning: topic {topic.id!r}: {text!r} is no stored title;"
+                   f" did you mean {title!r}? (as a description it scores {score:.2f}"
+                   " against that paper)")  # fmt: skip
+    return out
+
+
+def _edits(a: str, b: str) -> int:
+    """Return about how many one-letter edits turn a into b (difflib's opcodes: exact for
+    the few scattered edits a mistyped title has)."""
+    import difflib
+
+    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in ops if tag != "equal")
 
 
 def kept_frequencies(store: Store) -> tuple[DocFreq, int]:
@@ -104,10 +186,12 @@ def kept_frequencies(store: Store) -> tuple[DocFreq, int]:
     return similar.empty(), 0
 
 
-def document_frequencies(store: Store) -> DocFreq:
-    """Return the document frequencies of every stored paper, counting in those that
-    arrived since they were last kept (a new digest costs its papers, not the history),
-    and keep them. Call in a transaction."""
+def document_frequencies(store: Store) -> str | None:
+    """Count in the papers that arrived since the document frequencies were last kept (a
+    new digest costs its papers, not the history), keep them, and fit those papers are
+    scored with anew once the papers have grown by a tenth (REFIT). Return what to tell
+    of a new fit ("fitted anew on 1,100 papers (was 1,000)"), else None. Call in a
+    transaction."""
     from feeds.match import similar
 
     df, counted = kept_frequencies(store)
@@ -121,10 +205,61 @@ def document_frequencies(store: Store) -> DocFreq:
             new.clear()
     if new:
         df = similar.add(df, new)
+    stored = None
     if last != counted:
-        store.set_meta(DF_KEY, base64.b64encode(similar.to_bytes(df)).decode())
+        stored = base64.b64encode(similar.to_bytes(df)).decode()
+        store.set_meta(DF_KEY, stored)
         store.set_meta(SEQ_KEY, str(last))
-    return df
+    fit = fitted_frequencies(store, fallback=False)
+    if fit is not None and df.n_docs < fit.n_docs * REFIT:
+        return None
+    store.set_meta(FIT_KEY, stored or base64.b64encode(similar.to_bytes(df)).decode())
+    if fit is None or not fit.n_docs:
+        return None  # the first fit: nothing to compare with
+    return (f"topics by example: document frequencies fitted anew on {df.n_docs:,} papers"
+            f" (were {fit.n_docs:,})")  # fmt: skip
+
+
+def fitted_frequencies(store: Store, *, fallback: bool = True) -> DocFreq | None:
+    """Return the document frequencies papers are scored with (see FIT_KEY); without a
+    fit (a state of an earlier version), the kept ones when `fallback`, else None."""
+    from feeds.match import similar
+
+    text = store.meta(FIT_KEY)
+    if text:
+        try:
+            return similar.from_bytes(base64.b64decode(text))
+        except ValueError:  # damaged: fitted again
+            pass
+    return kept_frequencies(store)[0] if fallback else None
+
+
+def scorer(store: Store, likes: Sequence[LikeTopic]) -> Scorer:
+    """Return a Scorer of these topics with the fitted document frequencies, their
+    examples' vectors taken from the cache when they were made with the same frequencies
+    (thousands of topics' examples took ~0.3 s to make on every run)."""
+    import hashlib
+    import zlib
+
+    from feeds.cache import cache_dir, cache_read, cache_write
+    from feeds.match.similar import Columns, Scorer
+
+    df = fitted_frequencies(store)
+    assert df is not None  # with fallback, always some
+    texts = hashlib.sha256()
+    for like in likes:
+        for kind, examples in (("like", like.like), ("unlike", like.unlike)):
+            texts.update(f"{kind}\x00{len(examples)}\x00".encode())
+            for e in examples:
+                texts.update(e.text.encode() + b"\x00")
+    key = ("examples", df.n_docs, zlib.crc32(df.counts.tobytes()), texts.hexdigest())
+    path = cache_dir() / f"examples-{zlib.crc32(str(store.path).encode()):08x}.pickle"
+    found = cache_read(path, key)
+    if isinstance(found, Columns):
+        return Scorer(df, likes, columns=found)
+    made = Scorer(df, likes)
+    cache_write(path, key, made.columns)
+    return made
 
 
 def reason(df: DocFreq, s: Similar, paper: Paper, topic: LikeTopic) -> str:
@@ -157,6 +292,8 @@ def report(
     papers = list(store.papers())
     if counted == 0 or df.n_docs < len(papers):  # not kept yet, or behind: counted now
         df = similar.add(similar.empty(), [similar.paper_text(p) for p in papers])
+    else:
+        df = fitted_frequencies(store) or df  # what the papers were scored with
     doc: dict[str, Any] = {}
     lines = ["topics by example (score: similarity to the closest example):"]
     likes = [resolve(store, topic, where) for topic in like_topics]

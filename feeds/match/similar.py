@@ -19,13 +19,12 @@ current counts. Given the same counts and inputs, every function here returns th
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import re
 import struct
 import unicodedata
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -95,13 +94,6 @@ def title_label(title: str) -> str:
     when it has no short name before a colon."""
     head, colon, _rest = title.partition(":")
     return head.strip() if colon and 0 < len(head.split()) <= 3 else title
-
-
-def closest(name: str, titles: Iterable[str], n: int = 3) -> tuple[str, ...]:
-    """Return the titles nearest to a name that matched none, for a config error."""
-    by_fold = {t.casefold(): t for t in titles}
-    found = difflib.get_close_matches(name.casefold(), list(by_fold), n=n, cutoff=0.4)
-    return tuple(by_fold[f] for f in found)
 
 
 @dataclass(frozen=True)
@@ -384,6 +376,22 @@ def _centroids(rows: Any, sizes: Sequence[int]) -> Any:
     return (member @ rows).tocsr()
 
 
+def _columns(df: DocFreq, topics: Sequence[LikeTopic], method: Method) -> Columns:
+    """Return the topics' examples as columns (see Columns)."""
+    from scipy import sparse
+
+    sizes = [len(t.like) for t in topics]
+    likes = vectors(df, [e.text for t in topics for e in t.like])
+    unlikes = vectors(df, [e.text for t in topics for e in t.unlike])
+    # Columns: every like example, then (centroid method) each topic's centroid, then
+    # every unlike example.
+    centres = _centroids(likes, sizes) if method == "centroid" else likes[:0]
+    columns = sparse.vstack([likes, centres, unlikes], format="csr")
+    like_at = np.cumsum([0, *sizes])
+    unlike_at = like_at[-1] + centres.shape[0] + np.cumsum([0, *(len(t.unlike) for t in topics)])
+    return Columns(columns.T.tocsr(), _languages(columns), like_at, unlike_at)
+
+
 def similar(
     df: DocFreq,
     topics: Sequence[LikeTopic],
@@ -403,33 +411,38 @@ def similar(
     return Scorer(df, topics, method).score(papers, floor=floor)
 
 
+@dataclass(frozen=True, eq=False)
+class Columns:
+    """Topics' examples as the columns papers are multiplied with (see Scorer): what a
+    caller may keep between runs while the document frequencies stay the same."""
+
+    columns_t: Any  # CSR, features x columns: every like example, the centroids, unlikes
+    langs: npt.NDArray[np.float64]  # per column, the squared norm of each language
+    like_at: npt.NDArray[np.int64]  # where each topic's like examples start
+    unlike_at: npt.NDArray[np.int64]  # where each topic's unlike examples start
+
+
 class Scorer:
     """Topics by example with their examples made into vectors once, to score any number of
     papers against all of them in one sparse product a block: a new digest under thousands
-    of topics costs its papers and one pass over the examples, not a pass per topic."""
+    of topics costs its papers and one pass over the examples, not a pass per topic.
+    `columns`: the examples' vectors made before (see Columns), with the same frequencies."""
 
     def __init__(
-        self, df: DocFreq, topics: Sequence[LikeTopic], method: Method = DEFAULT_METHOD
+        self,
+        df: DocFreq,
+        topics: Sequence[LikeTopic],
+        method: Method = DEFAULT_METHOD,
+        columns: Columns | None = None,
     ) -> None:
-        from scipy import sparse
-
         self.df, self.topics, self.method = df, tuple(topics), method
-        sizes = np.array([len(t.like) for t in topics], dtype=np.int64)
-        likes = vectors(df, [e.text for t in topics for e in t.like])
-        unlikes = vectors(df, [e.text for t in topics for e in t.unlike])
-        # Columns: every like example, then (centroid method) each topic's centroid, then
-        # every unlike example.
-        centres = _centroids(likes, list(sizes)) if method == "centroid" else likes[:0]
-        columns = sparse.vstack([likes, centres, unlikes], format="csr")
-        self.langs = _languages(columns)
-        self.columns_t = columns.T.tocsr()  # once: the product wants CSR
-        self.like_at = np.cumsum([0, *sizes])
+        self.columns = columns or _columns(df, self.topics, method)
+        self.columns_t, self.langs = self.columns.columns_t, self.columns.langs
+        self.like_at, self.unlike_at = self.columns.like_at, self.columns.unlike_at
         self.centre_at = int(self.like_at[-1])
-        unlike_sizes = [len(t.unlike) for t in topics]
-        self.unlike_at = self.centre_at + centres.shape[0] + np.cumsum([0, *unlike_sizes])
-        self.rows_at_once = max(1, min(_CHUNK, _CELLS // max(1, columns.shape[0])))
+        self.rows_at_once = max(1, min(_CHUNK, _CELLS // max(1, self.columns_t.shape[1])))
         self.limits = np.array([t.min_similarity for t in topics], dtype=np.float64)
-        self.scored = np.flatnonzero(sizes > 0)  # a topic with no like example takes none
+        self.scored = np.flatnonzero(np.diff(self.like_at) > 0)  # none without a like example
 
     def score(
         self,

@@ -123,12 +123,11 @@ class Matching:
         examples made into vectors once per job: thousands of topics by example cost
         about what as many topics of terms cost."""
         from feeds.match.hits import SIMILAR
-        from feeds.match.likes import kept_frequencies, reason
-        from feeds.match.similar import Scorer
+        from feeds.match.likes import reason, scorer
         from feeds.model import Hit
 
         if self._scorer is None:  # the frequencies were kept by the step before any part
-            self._scorer = Scorer(kept_frequencies(store)[0], [like for _id, like in self.likes])
+            self._scorer = scorer(store, [like for _id, like in self.likes])
         criteria = dict(self.topics)
         results = self._scorer.score([paper for _seq, paper, _m in found])
         for (topic_id, like), taken in zip(self.likes, results, strict=True):
@@ -165,9 +164,10 @@ def term_topics(topics: Sequence[tuple[str, Criteria]]) -> tuple[tuple[str, Crit
 def update_members(
     topics: Sequence[Topic], store: Store, now: datetime, progress: Progress = lambda _m: None,
     where: str = "subscriptions",
-) -> dict[str, int]:  # fmt: skip
+) -> tuple[dict[str, int], tuple[str, ...]]:  # fmt: skip
     """The matching step of a cycle: update topic memberships as membership.plan and
-    membership.Changes decide; return how many papers entered each topic.
+    membership.Changes decide; return how many papers entered each topic, and what to
+    tell beside (topics by example fitted anew).
 
     `where`: the subscriptions file, named by the ConfigError of a topic by example whose
     example names no stored paper."""
@@ -176,9 +176,10 @@ def update_members(
     waiting = store.has_unmatched()
     new_matches = dict.fromkeys(prints, 0)
     if known == prints and not waiting:  # the common no-op: nothing to decide or load
-        return new_matches
+        return new_matches, ()
     from feeds.match.membership import Changes, plan
 
+    notes: list[str] = []
     criteria = {t.id: t.criteria for t in topics}
     todo = plan(prints, known, papers_waiting=waiting)
     likes: dict[str, LikeTopic] = {}
@@ -186,7 +187,9 @@ def update_members(
         from feeds.match.likes import document_frequencies, resolve
 
         with store.transaction():  # kept before matching: the helper process reads them
-            document_frequencies(store)
+            refitted = document_frequencies(store)
+        if refitted:
+            notes.append(refitted)
         likes = {t.id: resolve(store, t, where) for t in topics if t.criteria.by_example}
     with store.transaction(), store.bulk_members():
         for topic_id in todo.drop:
@@ -212,4 +215,4 @@ def update_members(
         for topic_id in todo.record:
             store.set_topic(topic_id, prints[topic_id])
         store.mark_matched()
-    return new_matches
+    return new_matches, tuple(notes)

@@ -152,6 +152,21 @@ class PapersMixin(LinksMixin, MembersMixin):
             for (title,) in rows:
                 yield str(title)
 
+    def names(self, kind: str) -> Iterator[tuple[str, str]]:
+        """Yield (name, title) for every stored paper that has a name of this kind:
+        "paper id", "arXiv id", or "DOI" (of its doi.org links): what an unknown name is
+        held against, to say which stored paper was likely meant."""
+        queries = {
+            "paper id": "SELECT paper_id, title FROM papers",
+            "arXiv id": "SELECT arxiv_id, title FROM papers WHERE arxiv_id IS NOT NULL",
+            "DOI": "SELECT substr(l.url, 17), p.title FROM links l JOIN papers p"
+            " ON p.paper_id = l.paper_id WHERE l.url >= 'https://doi.org/'"
+            " AND l.url < 'https://doi.org0'",
+        }
+        with closing(self._stream(queries[kind])) as rows:
+            for name, title in rows:
+                yield str(name), str(title)
+
     def papers(self, paper_ids: Iterable[str] | None = None) -> Iterator[Paper]:
         """Yield papers in arrival order: all of them, or those with the given ids."""
         if paper_ids is None:
