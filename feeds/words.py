@@ -12,15 +12,22 @@ def count(n: int, noun: str) -> str:
 
 
 def shorten(text: str, width: int) -> str:
-    """Return text cut to at most `width` characters at a word, with `…` where it was cut."""
+    """Return text cut to at most `width` characters at a word, with ` …` where it was cut
+    (white space collapsed): textwrap.shorten's result, without wrapping the whole text
+    (`feeds check` shortens thousands of titles; a description may be a megabyte)."""
     if len(text) <= width:
         return text
-    import textwrap  # only when a title is long
-
-    cut = textwrap.shorten(text, width, placeholder=" …", break_on_hyphens=False)
-    if cut == "…":  # one word longer than the width (or text without spaces): cut it
-        return text[: width - 1] + "…"
-    return cut
+    if len(text) <= 4 * width:
+        whole = " ".join(text.split())
+        if len(whole) <= width:
+            return whole
+    line = ""
+    for word in text[: 4 * width].split():  # enough words to fill the width
+        longer = f"{line} {word}" if line else word
+        if len(longer) + 2 > width:  # room for " …"
+            break
+        line = longer
+    return f"{line} …" if line else text[: width - 1] + "…"
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
