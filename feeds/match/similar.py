@@ -168,14 +168,21 @@ class Similar:
         return f"similar to {self.label} ({self.score:.2f})"
 
 
+@lru_cache(maxsize=4096)
+def _counted(text: str) -> dict[str, int]:
+    """Return a text's terms with their counts: an example is counted once however many
+    papers it explains (a description may be a megabyte)."""
+    from collections import Counter
+
+    return dict(Counter(tokens(text)))
+
+
 def words(df: DocFreq, text: str, example: str, n: int = 3) -> tuple[str, ...]:
     """Return the words that weigh most in the similarity of a text to an example: the
     terms both have, by the product of their tf-idf weights (what the cosine adds up), the
     heaviest first; Chinese bigrams that follow each other in the text are said as the
     word they make (推测, 测解, 解码: `推测解码`)."""
-    from collections import Counter
-
-    mine, theirs = Counter(tokens(text)), Counter(tokens(example))
+    mine, theirs = _counted(text), _counted(example)
     common = sorted(mine.keys() & theirs.keys())
     if not common:
         return ()
