@@ -275,7 +275,8 @@ def reason(df: DocFreq, s: Similar, paper: Paper, topic: LikeTopic) -> str:
     """Return why a topic by example takes a paper, as its item says it: the example it
     is most similar to, how much, and the words that weighed most ("MineDraft (0.41):
     speculative, draft, 推测解码"; a long example quoted briefly)."""
-    from feeds.match.similar import paper_text, words
+    from feeds.match.explain import words
+    from feeds.match.similar import paper_text
 
     found = words(df, paper_text(paper), topic.like[s.example].text)
     return f"{s.label} ({s.score:.2f})" + (f": {', '.join(found)}" if found else "")

@@ -168,49 +168,6 @@ class Similar:
         return f"similar to {self.label} ({self.score:.2f})"
 
 
-@lru_cache(maxsize=4096)
-def _counted(text: str) -> dict[str, int]:
-    """Return a text's terms with their counts: an example is counted once however many
-    papers it explains (a description may be a megabyte)."""
-    from collections import Counter
-
-    return dict(Counter(tokens(text)))
-
-
-def words(df: DocFreq, text: str, example: str, n: int = 3) -> tuple[str, ...]:
-    """Return the words that weigh most in the similarity of a text to an example: the
-    terms both have, by the product of their tf-idf weights (what the cosine adds up), the
-    heaviest first; Chinese bigrams that follow each other in the text are said as the
-    word they make (推测, 测解, 解码: `推测解码`)."""
-    mine, theirs = _counted(text), _counted(example)
-    common = sorted(mine.keys() & theirs.keys())
-    if not common:
-        return ()
-    weights = idf(df, np.array([column(t) for t in common], dtype=np.int32)) ** 2
-    weights *= np.array([(1 + np.log(mine[t])) * (1 + np.log(theirs[t])) for t in common])
-    weight = dict(zip(common, weights.tolist(), strict=True))
-    heavy = sorted(common, key=lambda t: (-weight[t], t))[: 4 * n]
-    said: dict[str, float] = {t: weight[t] for t in heavy if not is_han(t)}
-    pairs = {t for t in heavy if is_han(t) and len(t) == 2}
-    for run in re.findall(f"[{_HAN}]+", unicodedata.normalize("NFKC", text)):
-        i = 0
-        while i < len(run) - 1:  # the longest stretch of the run made of heavy bigrams
-            j = i
-            while j < len(run) - 1 and run[j : j + 2] in pairs:
-                j += 1
-            if j > i:
-                word = run[i : j + 1]
-                said[word] = max(
-                    said.get(word, 0.0), *(weight[run[k : k + 2]] for k in range(i, j))
-                )
-            i = j + 1 if j > i else i + 1
-    chosen: list[str] = []
-    for w in sorted(said, key=lambda w: (-said[w], len(w), w)):
-        if not any(w in c or c in w for c in chosen):  # 推测解码 once, not 推测解码的 too
-            chosen.append(w)
-    return tuple(chosen[:n])
-
-
 @dataclass(frozen=True, eq=False)
 class DocFreq:
     """Document frequencies: in how many of `n_docs` papers each hashed term occurs.
