@@ -20,7 +20,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,7 +64,8 @@ def _need(reason: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def launch() -> Iterator[Callable[[], Any]]:
+    """Return what starts a new Chromium (Debian's, through Playwright)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -73,9 +74,14 @@ def browser() -> Iterator[Any]:
     if chromium is None:
         _need("Debian's chromium is not installed (apt-get install chromium)")
     with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=chromium)
-        yield launched
-        launched.close()
+        yield lambda: p.chromium.launch(executable_path=chromium)
+
+
+@pytest.fixture(scope="module")
+def browser(launch: Callable[[], Any]) -> Iterator[Any]:
+    launched = launch()
+    yield launched
+    launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -350,3 +356,36 @@ def test_axe_finds_nothing_on_the_pages(
             _results(page)
         found[path] = _axe(page)
     assert not any(found.values()), found
+
+
+def test_no_page_asks_for_a_file_the_site_lacks(launch: Callable[[], Any], url: str) -> None:
+    # A new browser: Chromium asks a host for /favicon.ico once, and remembers that it failed.
+    # That request is the browser's, not the page's: Playwright's page.on("response") does
+    # not see it, the DevTools protocol's network events do.
+    fresh = launch()
+    try:
+        tab = fresh.new_page(viewport=PHONE)
+        failed: list[str] = []
+        asked: list[str] = []
+        tab.on("response", lambda r: r.status < 400 or failed.append(f"{r.status} {r.url}"))
+        cdp = tab.context.new_cdp_session(tab)
+        cdp.send("Network.enable")
+        cdp.on("Network.requestWillBeSent", lambda e: asked.append(e["request"]["url"]))
+
+        def answered(e: dict[str, Any]) -> None:
+            if e["response"]["status"] >= 400:
+                failed.append(f"{e['response']['status']} {e['response']['url']}")
+
+        cdp.on("Network.responseReceived", answered)
+        tab.goto(url + "index.html")
+        for _ in range(30):  # the icon is asked for after the page's load, if at all
+            if any(u.endswith("/favicon.ico") for u in asked) and failed:
+                break
+            tab.wait_for_timeout(100)
+        for path in ("topics/speculative-decoding.html", "topics/all.html", "search.html"):
+            tab.goto(url + path)
+            tab.wait_for_load_state("networkidle")
+        assert not failed, failed
+        assert tab.locator("link[rel=icon]").count() == 1
+    finally:
+        fresh.close()

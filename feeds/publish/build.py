@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 # Bumped whenever what the renderers write changes: the next publish writes everything
 # again (and reuses no feed entry written the old way).
-RENDER_FORMAT = 6
+RENDER_FORMAT = 7
 
 
 # What shapes the published files, as text compared on every run (not a hash: hashlib's
