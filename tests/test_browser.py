@@ -30,6 +30,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from feeds.pipeline import run
+from feeds.publish import search
 from tests.conftest import Workspace, _local_getaddrinfo, make_workspace, pagefind_env
 
 pytestmark = pytest.mark.browser
@@ -94,6 +95,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     config = replace(config, settings=replace(config.settings, links=links))
     with pytest.MonkeyPatch.context() as m:
         m.setattr(socket, "getaddrinfo", _local_getaddrinfo)  # every name lookup fails
+        # The papers in four parts of the index, as a long history is (by 20, the newest by
+        # 5): each part answers a query on its own, and the browser merges them.
+        m.setattr(search, "BIG", 20)
+        m.setattr(search, "SMALL", 5)
         for name, value in pagefind_env().items():
             if name == "PAGEFIND_BINARY_PATH":
                 m.setenv(name, value)
@@ -164,10 +169,75 @@ def _results(page: Any) -> list[str]:
     return page.locator("#results li > a").all_inner_texts()
 
 
+MINEDRAFT = "MineDraft: A Framework for Batch Parallel Speculative Decoding"
+LK = "LK Losses: Direct Acceptance Rate Optimization for Speculative Decoding"
+# Words no paper has, which Pagefind answered with papers holding a prefix of them: the
+# initial "Z." of an author, the word "a", "as", the "B" of "4B".
+NONSENSE = ("zzqqxx", "ajfkdlsq", "asdfgh", "blorft", "zebra")
+
+
+def _settled(page: Any) -> str:
+    """Return what the search page says once its search is done."""
+    page.wait_for_function(
+        "(s => s.length > 0 && !s.startsWith('Searching'))"
+        "(document.querySelector('#search-status').textContent)",
+        timeout=15000,
+    )
+    return str(page.locator("#search-status").inner_text())
+
+
+@pytest.mark.parametrize("word", NONSENSE)
+def test_a_word_no_paper_has_finds_nothing(
+    page: Any, url: str, searchable: None, word: str
+) -> None:
+    page.goto(url + "search.html?q=" + word)
+    assert _settled(page) == f"Nothing found for “{word}”."
+    assert page.locator("#results li").count() == 0
+    assert page.locator("#topics li").count() == 0
+
+
+def test_a_chinese_query_finds_minedraft_first(page: Any, url: str, searchable: None) -> None:
+    page.goto(url + "search.html?q=推测解码")
+    assert _results(page)[0] == MINEDRAFT
+
+
+def test_papers_are_the_answer_and_topics_a_section_of_their_own(
+    page: Any, url: str, searchable: None
+) -> None:
+    page.goto(url + "search.html?q=speculative decoding")
+    assert sorted(_results(page)) == sorted([CASCADES, LK, MINEDRAFT])
+    assert _settled(page) == "3 papers for “speculative decoding”."
+    links = page.locator("#results li > a").evaluate_all("as => as.map(a => a.pathname)")
+    assert all("/papers/" in link for link in links), links
+    topics = page.locator("#topics li a")
+    assert topics.all_inner_texts() == ["Speculative decoding"]
+    assert topics.first.evaluate("a => a.pathname").endswith("/topics/speculative-decoding.html")
+
+
+def test_a_result_shows_its_authors_and_a_line_of_its_summary(
+    page: Any, url: str, searchable: None
+) -> None:
+    page.goto(url + "search.html?q=推测解码")
+    _results(page)
+    minedraft = page.locator("#results > li").first
+    authors = minedraft.locator(".au").inner_text()
+    assert authors == "Zhenwei Tang, Arun Verma, Zijian Zhou et al. · ICML"
+    line = minedraft.locator(".sum")
+    # Of the summary, around the match (marked): not the title or the authors again.
+    assert "显著提升推测解码的吞吐量" in line.inner_text()
+    assert line.locator("mark").all_inner_texts()
+    assert "".join(line.locator("mark").all_inner_texts()) in "推测解码" * 3
+    assert "批量并行推测解码框架" not in line.inner_text()
+    assert line.get_attribute("lang") == "zh"
+
+
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
         ("推测解码", "MineDraft"),
+        ("speculative decodings", "MineDraft"),  # English as English: its endings aside
+        ("Zhenwei Tang", "MineDraft"),  # authors are searched
+        ("specul", "MineDraft"),  # a word being typed
         ("speculative cascades", CASCADES),
         ("MineDraft 推测解码", "MineDraft"),
     ],
@@ -178,7 +248,7 @@ def test_search_finds_papers_in_english_and_chinese(
     page.goto(url + "search.html?q=" + query)
     found = _results(page)
     assert any(expected in title for title in found[:3]), found
-    assert "result" in page.locator("#search-status").inner_text()
+    assert re.fullmatch(rf"\d+ papers? for “{query}”\.", _settled(page))
 
 
 def test_search_as_you_type_and_follow_a_result(page: Any, url: str, searchable: None) -> None:

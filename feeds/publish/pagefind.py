@@ -261,12 +261,13 @@ class _Answers:
         return payload if isinstance(payload, dict) else {}
 
 
-def index_records(exe: Path, records: Sequence[tuple[str, bytes]], language: str, out: Path,
-                  staging: Path, what: str, keep: Callable[[str], bool],
+def index_records(exe: Path, records: Sequence[tuple[str, bytes]], out: Path, staging: Path,
+                  what: str, keep: Callable[[str], bool],
                   running: set[Any] | None = None) -> None:  # fmt: skip
-    """Have Pagefind index the records (URL, HTML) as `language`; write the files of its
-    index that `keep` (given their path) into the folder out, while Pagefind still runs
-    (as when it writes them itself). Its process is in `running` while it runs.
+    """Have Pagefind index the records (URL, HTML), each in the language its <html lang>
+    names (an index per language); write the files of its index that `keep` (given their
+    path) into the folder out, while Pagefind still runs (as when it writes them itself).
+    Its process is in `running` while it runs.
 
     Raise SearchError when it fails, stops or says something went wrong."""
     from feeds.parallel import ends_with_this_process
@@ -295,7 +296,7 @@ def index_records(exe: Path, records: Sequence[tuple[str, bytes]], language: str
         sender: threading.Thread | None = None
         try:
             answers = _Answers(proc.stdout)
-            config = {"force_language": language}
+            config: dict[str, str] = {}  # no force_language: a record's <html lang> says
             try:
                 proc.stdin.write(_message(1, {"type": "NewIndex", "config": config}))
                 proc.stdin.flush()
@@ -371,20 +372,20 @@ class Builder:
         self.running: set[subprocess.Popen[bytes]] = set()
         self.stopped = False
 
-    def submit(self, name: str, records: Sequence[tuple[str, bytes]], language: str,
-               keep: Sequence[str], tsv: str | None) -> Future[str]:  # fmt: skip
+    def submit(self, name: str, records: Sequence[tuple[str, bytes]], keep: Sequence[str],
+               tsv: str | None) -> Future[str]:  # fmt: skip
         """Index records (URL, HTML) into root/name; return the future of `name`. Waits
         while two others are being indexed (memory stays bounded)."""
         while sum(not f.done() for f in self.pending) >= self.workers:
             next(f for f in self.pending if not f.done()).exception()  # waits for it
         if self.stopped:
             raise SearchError(f"search index {name}: stopped")
-        future = self.pool.submit(self._index, name, records, language, keep, tsv)
+        future = self.pool.submit(self._index, name, records, keep, tsv)
         self.pending.append(future)
         return future
 
-    def _index(self, name: str, records: Sequence[tuple[str, bytes]], language: str,
-               keep: Sequence[str], tsv: str | None) -> str:  # fmt: skip
+    def _index(self, name: str, records: Sequence[tuple[str, bytes]], keep: Sequence[str],
+               tsv: str | None) -> str:  # fmt: skip
         final = self.root / name
         build = self.root / f".build-{os.getpid()}-{name.replace('/', '-')}"
         old = self.root / f".build-{os.getpid()}-old-{name.replace('/', '-')}"
@@ -401,7 +402,7 @@ class Builder:
                 return top in keep or top.endswith((".pf_meta", ".pagefind"))
 
             what = f"search index {name}"
-            index_records(self.exe, records, language, build, staging, what, kept, self.running)
+            index_records(self.exe, records, build, staging, what, kept, self.running)
             if tsv is not None:
                 (build / "records.tsv").write_text(tsv, "utf-8")
             _seal(build, name, runtime=RUNTIME[0] in keep)
