@@ -212,6 +212,9 @@ def test_papers_are_the_answer_and_topics_a_section_of_their_own(
     topics = page.locator("#topics li a")
     assert topics.all_inner_texts() == ["Speculative decoding"]
     assert topics.first.evaluate("a => a.pathname").endswith("/topics/speculative-decoding.html")
+    fits = page.evaluate(_CHECKS)  # at 390 px
+    assert fits["sideways"] <= 0, fits["sideways"]
+    assert not fits["small"], fits["small"]
 
 
 def test_a_result_shows_its_authors_and_a_line_of_its_summary(
@@ -420,7 +423,8 @@ def test_axe_finds_nothing_on_the_pages(
     )
     found = {}
     for path in ("index.html", "topics/speculative-decoding.html", "topics/all.html",
-                 f"papers/{minedraft}", "search.html?q=推测解码"):  # fmt: skip
+                 f"papers/{minedraft}", "search.html?q=推测解码",
+                 "search.html?q=speculative decoding"):  # fmt: skip
         page.goto(url + path)
         if path.startswith("search"):
             _results(page)
