@@ -20,7 +20,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,25 +64,23 @@ def _need(reason: str) -> None:
     pytest.skip(reason)
 
 
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
 @pytest.fixture(scope="module")
-def launch() -> Iterator[Callable[[], Any]]:
-    """Return what starts a new Chromium (Debian's, through Playwright)."""
+def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         _need("Playwright is not installed (pip install playwright; no browser download)")
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    chromium = _chromium()
     if chromium is None:
         _need("Debian's chromium is not installed (apt-get install chromium)")
     with sync_playwright() as p:
-        yield lambda: p.chromium.launch(executable_path=chromium)
-
-
-@pytest.fixture(scope="module")
-def browser(launch: Callable[[], Any]) -> Iterator[Any]:
-    launched = launch()
-    yield launched
-    launched.close()
+        launched = p.chromium.launch(executable_path=chromium)
+        yield launched
+        launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -432,11 +430,11 @@ def test_axe_finds_nothing_on_the_pages(
     assert not any(found.values()), found
 
 
-def test_no_page_asks_for_a_file_the_site_lacks(launch: Callable[[], Any], url: str) -> None:
+def test_no_page_asks_for_a_file_the_site_lacks(browser: Any, url: str) -> None:
     # A new browser: Chromium asks a host for /favicon.ico once, and remembers that it failed.
     # That request is the browser's, not the page's: Playwright's page.on("response") does
     # not see it, the DevTools protocol's network events do.
-    fresh = launch()
+    fresh = browser.browser_type.launch(executable_path=_chromium())
     try:
         tab = fresh.new_page(viewport=PHONE)
         failed: list[str] = []
