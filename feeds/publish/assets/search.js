@@ -2,8 +2,9 @@
    (search/, listed by search/index.json): the topics' index, with Pagefind's runtime, and
    one index per part of the papers' history, each holding an English and a Chinese record
    of every paper (feeds/publish/search.py). A query is asked of the records of its script:
-   the Chinese ones when it has a Chinese character (Pagefind splits it into words with the
-   browser's Intl.Segmenter, as the records were at build time), else the English ones. */
+   the Chinese ones when it has a Chinese character (Pagefind splits it into words in the
+   browser, with Intl.Segmenter, as it split those records when it built them), else the
+   English ones (Pagefind stems both the query and the records). */
 (function () {
   "use strict";
   var form = document.getElementById("search");
