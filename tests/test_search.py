@@ -4,6 +4,7 @@ real Pagefind binary (no browser: tests/test_browser.py searches in Chromium).""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -281,6 +282,22 @@ def test_an_update_stopped_by_a_failed_publish_names_nothing(
     assert not list(root.glob(".build-*"))
     # A shard indexed before the stop stays, whole (sealed), for the next run to keep.
     assert all((d / search.COMPLETE).is_file() for d in root.glob("p/*"))
+
+
+def test_an_index_of_two_languages_is_the_same_files_each_time(tmp_path: Path) -> None:
+    # Pagefind lists the languages of an index in no fixed order (one build in a few put
+    # "en" first): written in order, the same records give the same bytes.
+    from feeds.publish.pagefind import _write
+
+    languages = {"zh": {"hash": "zh_1", "page_count": 2}, "en": {"hash": "en_1", "page_count": 2}}
+    entry = {"version": "1.5.2", "languages": languages, "include_characters": ["_", "‿"]}
+    content = base64.b64encode(json.dumps(entry).encode()).decode()
+    _write(tmp_path, [{"path": "pagefind-entry.json", "content": content}], lambda _rel: True)
+    written = (tmp_path / "pagefind-entry.json").read_text("utf-8")
+    assert written == (
+        '{"version":"1.5.2","languages":{"en":{"hash":"en_1","page_count":2},'
+        '"zh":{"hash":"zh_1","page_count":2}},"include_characters":["_","‿"]}'
+    )
 
 
 def test_records_reach_pagefind_in_memory(

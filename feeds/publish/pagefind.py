@@ -348,8 +348,21 @@ def _write(out: Path, files: Iterable[dict[str, str]], keep: Callable[[str], boo
         if path.parent not in made:
             path.parent.mkdir(parents=True, exist_ok=True)
             made.add(path.parent)
+        data = base64.b64decode(file["content"])
         with open(path, "wb") as f:
-            f.write(base64.b64decode(file["content"]))
+            f.write(_in_order(data) if rel == "pagefind-entry.json" else data)
+
+
+def _in_order(entry: bytes) -> bytes:
+    """Return Pagefind's entry file with its languages in order: it lists an index's
+    languages in no fixed order, and the same records must give the same files (a bucket
+    uploads what changed; another machine publishing the same site uploads nothing)."""
+    try:
+        data = json.loads(entry)
+        data["languages"] = dict(sorted(data["languages"].items()))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return entry  # as it is: _seal says what is wrong with it
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _tail(log: Path) -> str:
