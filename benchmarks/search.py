@@ -111,12 +111,13 @@ def pagefind_floor(store: Store) -> float:
     assert exe is not None
     shards = []
     for first, end in search.shard_ranges(store.paper_count()):
-        shards.append([(f"/papers/{page.paper.paper_id}.html", search.paper_record(page))
-                       for page in store.paper_pages(seqs=(first, end))])  # fmt: skip
+        shards.append([(f"/papers/{page.paper.paper_id}.html", record)
+                       for page in store.paper_pages(seqs=(first, end))
+                       for record in search.paper_records(page)])  # fmt: skip
 
     def index(records: list[tuple[str, bytes]]) -> None:
         with temp.TemporaryDirectory() as staging:
-            index_records(exe, records, "zh", Path(staging) / "out", Path(staging), "floor",
+            index_records(exe, records, Path(staging) / "out", Path(staging), "floor",
                           lambda _rel: False)  # fmt: skip
 
     start = time.perf_counter()

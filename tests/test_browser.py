@@ -30,6 +30,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from feeds.pipeline import run
+from feeds.publish import search
 from tests.conftest import Workspace, _local_getaddrinfo, make_workspace, pagefind_env
 
 pytestmark = pytest.mark.browser
@@ -63,13 +64,17 @@ def _need(reason: str) -> None:
     pytest.skip(reason)
 
 
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         _need("Playwright is not installed (pip install playwright; no browser download)")
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    chromium = _chromium()
     if chromium is None:
         _need("Debian's chromium is not installed (apt-get install chromium)")
     with sync_playwright() as p:
@@ -88,6 +93,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     config = replace(config, settings=replace(config.settings, links=links))
     with pytest.MonkeyPatch.context() as m:
         m.setattr(socket, "getaddrinfo", _local_getaddrinfo)  # every name lookup fails
+        # The papers in four parts of the index, as a long history is (by 20, the newest by
+        # 5): each part answers a query on its own, and the browser merges them.
+        m.setattr(search, "BIG", 20)
+        m.setattr(search, "SMALL", 5)
         for name, value in pagefind_env().items():
             if name == "PAGEFIND_BINARY_PATH":
                 m.setenv(name, value)
@@ -158,10 +167,78 @@ def _results(page: Any) -> list[str]:
     return page.locator("#results li > a").all_inner_texts()
 
 
+MINEDRAFT = "MineDraft: A Framework for Batch Parallel Speculative Decoding"
+LK = "LK Losses: Direct Acceptance Rate Optimization for Speculative Decoding"
+# Words no paper has, which Pagefind answered with papers holding a prefix of them: the
+# initial "Z." of an author, the word "a", "as", the "B" of "4B".
+NONSENSE = ("zzqqxx", "ajfkdlsq", "asdfgh", "blorft", "zebra")
+
+
+def _settled(page: Any) -> str:
+    """Return what the search page says once its search is done."""
+    page.wait_for_function(
+        "(s => s.length > 0 && !s.startsWith('Searching'))"
+        "(document.querySelector('#search-status').textContent)",
+        timeout=15000,
+    )
+    return str(page.locator("#search-status").inner_text())
+
+
+@pytest.mark.parametrize("word", NONSENSE)
+def test_a_word_no_paper_has_finds_nothing(
+    page: Any, url: str, searchable: None, word: str
+) -> None:
+    page.goto(url + "search.html?q=" + word)
+    assert _settled(page) == f"Nothing found for “{word}”."
+    assert page.locator("#results li").count() == 0
+    assert page.locator("#topics li").count() == 0
+
+
+def test_a_chinese_query_finds_minedraft_first(page: Any, url: str, searchable: None) -> None:
+    page.goto(url + "search.html?q=推测解码")
+    assert _results(page)[0] == MINEDRAFT
+
+
+def test_papers_are_the_answer_and_topics_a_section_of_their_own(
+    page: Any, url: str, searchable: None
+) -> None:
+    page.goto(url + "search.html?q=speculative decoding")
+    assert sorted(_results(page)) == sorted([CASCADES, LK, MINEDRAFT])
+    assert _settled(page) == "3 papers for “speculative decoding”."
+    links = page.locator("#results li > a").evaluate_all("as => as.map(a => a.pathname)")
+    assert all("/papers/" in link for link in links), links
+    topics = page.locator("#topics li a")
+    assert topics.all_inner_texts() == ["Speculative decoding"]
+    assert topics.first.evaluate("a => a.pathname").endswith("/topics/speculative-decoding.html")
+    fits = page.evaluate(_CHECKS)  # at 390 px
+    assert fits["sideways"] <= 0, fits["sideways"]
+    assert not fits["small"], fits["small"]
+
+
+def test_a_result_shows_its_authors_and_a_line_of_its_summary(
+    page: Any, url: str, searchable: None
+) -> None:
+    page.goto(url + "search.html?q=推测解码")
+    _results(page)
+    minedraft = page.locator("#results > li").first
+    authors = minedraft.locator(".au").inner_text()
+    assert authors == "Zhenwei Tang, Arun Verma, Zijian Zhou et al. · ICML"
+    line = minedraft.locator(".sum")
+    # Of the summary, around the match (marked): not the title or the authors again.
+    assert "显著提升推测解码的吞吐量" in line.inner_text()
+    assert line.locator("mark").all_inner_texts()
+    assert "".join(line.locator("mark").all_inner_texts()) in "推测解码" * 3
+    assert "批量并行推测解码框架" not in line.inner_text()
+    assert line.get_attribute("lang") == "zh"
+
+
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
         ("推测解码", "MineDraft"),
+        ("speculative decodings", "MineDraft"),  # English as English: its endings aside
+        ("Zhenwei Tang", "MineDraft"),  # authors are searched
+        ("specul", "MineDraft"),  # a word being typed
         ("speculative cascades", CASCADES),
         ("MineDraft 推测解码", "MineDraft"),
     ],
@@ -172,7 +249,7 @@ def test_search_finds_papers_in_english_and_chinese(
     page.goto(url + "search.html?q=" + query)
     found = _results(page)
     assert any(expected in title for title in found[:3]), found
-    assert "result" in page.locator("#search-status").inner_text()
+    assert re.fullmatch(rf"\d+ papers? for “{query}”\.", _settled(page))
 
 
 def test_search_as_you_type_and_follow_a_result(page: Any, url: str, searchable: None) -> None:
@@ -344,9 +421,43 @@ def test_axe_finds_nothing_on_the_pages(
     )
     found = {}
     for path in ("index.html", "topics/speculative-decoding.html", "topics/all.html",
-                 f"papers/{minedraft}", "search.html?q=推测解码"):  # fmt: skip
+                 f"papers/{minedraft}", "search.html?q=推测解码",
+                 "search.html?q=speculative decoding"):  # fmt: skip
         page.goto(url + path)
         if path.startswith("search"):
             _results(page)
         found[path] = _axe(page)
     assert not any(found.values()), found
+
+
+def test_no_page_asks_for_a_file_the_site_lacks(browser: Any, url: str) -> None:
+    # A new browser: Chromium asks a host for /favicon.ico once, and remembers that it failed.
+    # That request is the browser's, not the page's: Playwright's page.on("response") does
+    # not see it, the DevTools protocol's network events do.
+    fresh = browser.browser_type.launch(executable_path=_chromium())
+    try:
+        tab = fresh.new_page(viewport=PHONE)
+        failed: list[str] = []
+        asked: list[str] = []
+        tab.on("response", lambda r: r.status < 400 or failed.append(f"{r.status} {r.url}"))
+        cdp = tab.context.new_cdp_session(tab)
+        cdp.send("Network.enable")
+        cdp.on("Network.requestWillBeSent", lambda e: asked.append(e["request"]["url"]))
+
+        def answered(e: dict[str, Any]) -> None:
+            if e["response"]["status"] >= 400:
+                failed.append(f"{e['response']['status']} {e['response']['url']}")
+
+        cdp.on("Network.responseReceived", answered)
+        tab.goto(url + "index.html")
+        for _ in range(30):  # the icon is asked for after the page's load, if at all
+            if any(u.endswith("/favicon.ico") for u in asked) and failed:
+                break
+            tab.wait_for_timeout(100)
+        for path in ("topics/speculative-decoding.html", "topics/all.html", "search.html"):
+            tab.goto(url + path)
+            tab.wait_for_load_state("networkidle")
+        assert not failed, failed
+        assert tab.locator("link[rel=icon]").count() == 1
+    finally:
+        fresh.close()

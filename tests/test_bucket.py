@@ -207,6 +207,7 @@ def test_every_file_is_in_the_bucket_with_its_content_type(
     assert content_type("feeds/all.atom.xml") == "application/atom+xml; charset=utf-8"
     assert content_type("feeds/all.json") == "application/feed+json; charset=utf-8"
     assert content_type("feeds.opml") == "text/x-opml; charset=utf-8"
+    assert content_type("favicon.svg") == "image/svg+xml"
     assert content_type("topics/all.bib") == "application/x-bibtex; charset=utf-8"
     assert content_type("topics/all.ris") == "application/x-research-info-systems; charset=utf-8"
     assert content_type("feeds/all.bib") == "application/octet-stream"  # not ours there

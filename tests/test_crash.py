@@ -53,7 +53,7 @@ def assert_all_whole(public: Path) -> None:
     """Every file under its final name parses: none is half-written."""
     files = published_files(public)
     for rel, data in files.items():
-        if rel.endswith((".xml", ".opml")):
+        if rel.endswith((".xml", ".opml", ".svg")):
             etree.fromstring(data)  # raises on a truncated document
         elif rel.endswith(".json"):
             json.loads(data)

@@ -4,6 +4,7 @@ real Pagefind binary (no browser: tests/test_browser.py searches in Chromium).""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ import pytest
 from feeds.model import Institution, Link, Paper
 from feeds.pipeline import run
 from feeds.publish import search
-from feeds.publish.search import fingerprint, paper_record, shard_ranges
+from feeds.publish.search import paper_fingerprint, paper_records, shard_ranges
 from feeds.state import Store
 from feeds.state.records import PaperPage
 from tests.conftest import Workspace, pagefind_env
@@ -56,22 +57,51 @@ def _page(paper: Paper = PAPER, links: tuple[Link, ...] = ()) -> PaperPage:
     return PaperPage(paper, T0, links, [])
 
 
-def test_a_record_holds_both_titles_and_both_summaries_escaped() -> None:
-    record = paper_record(_page()).decode()
-    for text in ("快速 &amp; &lt;i&gt;注意力&lt;/i&gt;", "Ann Lee, Bo Li", "韩国科学技术院",
-                 "We draft, then verify.", "一种推测解码方法", "2501.00001"):  # fmt: skip
-        assert text in record
-    assert "<script>" not in record
-    assert "<b>" not in record
-    assert 'data-pagefind-meta="info:ICML  2026 · added 2026-12-04"' in record  # no comma
+def test_a_paper_has_an_english_and_a_chinese_record_escaped() -> None:
+    english, chinese = (record.decode() for record in paper_records(_page()))
+    assert english.startswith('<!DOCTYPE html><html lang="en">')
+    assert chinese.startswith('<!DOCTYPE html><html lang="zh">')
+    for record in (english, chinese):
+        assert "<script>" not in record
+        assert "<b>" not in record
+        # Shown with a result and searched, never quoted as its line: kept out of the body.
+        assert (
+            '<div data-pagefind-ignore><p data-pagefind-meta="title">'
+            "Fast &amp; &lt;b&gt;Bold&lt;/b&gt; &#34;Attention&#34;</p>"
+        ) in record
+        assert '<p data-pagefind-meta="authors">Ann Lee, Bo Li</p>' in record  # commas kept
+        assert '<p data-pagefind-meta="venue">ICML, 2026</p>' in record
+        assert "added" not in record  # metadata is searched: no word every paper has
+    # The line a result quotes: the English record's abstract, the Chinese one's summary
+    # (its title and institutions follow, to be searched as Chinese words).
+    assert english.endswith("</div><p>We draft, then verify.</p></body></html>")
+    assert '<p data-pagefind-meta="more">KAIST 2501.00001</p>' in english
+    body = chinese.split("</div>", 1)[1]
+    assert body == (
+        "<p>&lt;script&gt;alert(1)&lt;/script&gt; 一种推测解码方法</p>"
+        '<h2 id="more">·</h2><p>快速 &amp; &lt;i&gt;注意力&lt;/i&gt;</p><p>韩国科学技术院</p>'
+        "</body></html>"
+    )
+
+
+def test_a_paper_without_chinese_text_has_an_english_record_alone() -> None:
+    plain = replace(PAPER, title_zh=None, summary=None, institutions=(Institution("KAIST"),))
+    (english,) = paper_records(_page(plain))
+    assert english.decode().endswith("</div><p>We draft, then verify.</p></body></html>")
+    # No abstract nor summary: its title is the body (Pagefind skips an empty page).
+    (bare,) = paper_records(_page(replace(plain, abstract=None)))
+    assert bare.decode().endswith(
+        "</div><p>Fast &amp; &lt;b&gt;Bold&lt;/b&gt; &#34;Attention&#34;</p></body></html>"
+    )
 
 
 def test_only_what_is_searched_changes_a_record() -> None:
-    before = fingerprint(paper_record(_page()))
+    before = paper_fingerprint(_page())
     linked = (Link("https://github.com/o/r", "code", status="dead"),)
-    assert fingerprint(paper_record(_page(links=linked))) == before  # link checks: no
+    assert paper_fingerprint(_page(links=linked)) == before  # link checks: no
     changed = replace(PAPER, abstract="We draft, then verify, faster.")
-    assert fingerprint(paper_record(_page(changed))) != before
+    assert paper_fingerprint(_page(changed)) != before
+    assert paper_fingerprint(_page(replace(PAPER, summary="另一种方法"))) != before
 
 
 # --- the index kept up to date, with the real Pagefind --------------------------------------
@@ -128,6 +158,16 @@ def test_a_new_digest_indexes_the_newest_shard_alone(workspace: Workspace, small
     assert first.files.search == ""
     manifest = _manifest(workspace)
     assert [(s["first"], s["end"]) for s in manifest["shards"]] == [(1, 21), (21, 41), (41, 61)]
+    # Each shard holds an index per language, which the browser merges one by one.
+    assert all(s["languages"] == ["en", "zh"] for s in manifest["shards"])
+    for shard in manifest["shards"]:
+        entry = json.loads(
+            (workspace.public / "search" / shard["dir"] / "pagefind-entry.json").read_text()
+        )
+        assert {lang: i["page_count"] for lang, i in entry["languages"].items()} == {
+            "en": 20,
+            "zh": 20,
+        }
     root = workspace.public / "search"
     assert (root / manifest["primary"] / "pagefind.js").is_file()
     before = set(_indexed(workspace))
@@ -242,6 +282,22 @@ def test_an_update_stopped_by_a_failed_publish_names_nothing(
     assert not list(root.glob(".build-*"))
     # A shard indexed before the stop stays, whole (sealed), for the next run to keep.
     assert all((d / search.COMPLETE).is_file() for d in root.glob("p/*"))
+
+
+def test_an_index_of_two_languages_is_the_same_files_each_time(tmp_path: Path) -> None:
+    # Pagefind lists the languages of an index in no fixed order (one build in a few put
+    # "en" first): written in order, the same records give the same bytes.
+    from feeds.publish.pagefind import _write
+
+    languages = {"zh": {"hash": "zh_1", "page_count": 2}, "en": {"hash": "en_1", "page_count": 2}}
+    entry = {"version": "1.5.2", "languages": languages, "include_characters": ["_", "‿"]}
+    content = base64.b64encode(json.dumps(entry).encode()).decode()
+    _write(tmp_path, [{"path": "pagefind-entry.json", "content": content}], lambda _rel: True)
+    written = (tmp_path / "pagefind-entry.json").read_text("utf-8")
+    assert written == (
+        '{"version":"1.5.2","languages":{"en":{"hash":"en_1","page_count":2},'
+        '"zh":{"hash":"zh_1","page_count":2}},"include_characters":["_","‿"]}'
+    )
 
 
 def test_records_reach_pagefind_in_memory(

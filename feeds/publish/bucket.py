@@ -57,6 +57,7 @@ _TYPES = (  # besides the feeds' own, which formats.py names
     (".json", "application/json"),
     (".js", "text/javascript; charset=utf-8"),
     (".css", "text/css; charset=utf-8"),
+    (".svg", "image/svg+xml"),
     (".xml", "application/xml; charset=utf-8"),
     (".tsv", "text/tab-separated-values; charset=utf-8"),
     (".txt", "text/plain; charset=utf-8"),

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from feeds import __version__
-from feeds.publish.paths import ALL, ALL_PAGE_SIZE, SEARCH_PAGE, pages, topic_files
+from feeds.publish.paths import ALL, ALL_PAGE_SIZE, ICON, SEARCH_PAGE, pages, topic_files
 from feeds.publish.write import Writer, WriteStats, cannot_write, sweep
 from feeds.settings import Config
 from feeds.state import Store
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 # Bumped whenever what the renderers write changes: the next publish writes everything
 # again (and reuses no feed entry written the old way).
-RENDER_FORMAT = 6
+RENDER_FORMAT = 7
 
 
 # What shapes the published files, as text compared on every run (not a hash: hashlib's
@@ -144,7 +144,7 @@ def _publish(
         ids = [ALL, *(t.id for t in config.topics)]
         lost = [t for t in ids if not all(_present(public / f) for f in topic_files(t))]
         dirty["topic"].update(lost)
-        if not (_present(public / "feeds.opml") and _present(public / SEARCH_PAGE)):
+        if not all(_present(public / f) for f in ("feeds.opml", SEARCH_PAGE, ICON)):
             dirty["topic"].add(ALL)  # these are written whenever anything is
     # A search index that could not be updated is compared with the state whole next time.
     recheck = store.meta("search") == "recheck"
@@ -242,6 +242,7 @@ def _publish(
         out.write(public / "feeds.opml", render.render_opml(site, [all_feed, *views]))
         out.write(public / "index.html", html.render_index(site, views, all_feed))
         out.write(public / SEARCH_PAGE, html.render_search(site))
+        out.write(public / ICON, html.render_icon())
 
     # Only a publish that was killed leaves temp files (see _replace); a full build looks
     # all the same (the state that would say so may be new).

@@ -262,12 +262,13 @@ class _Answers:
         return payload if isinstance(payload, dict) else {}
 
 
-def index_records(exe: Path, records: Sequence[tuple[str, bytes]], language: str, out: Path,
-                  staging: Path, what: str, keep: Callable[[str], bool],
+def index_records(exe: Path, records: Sequence[tuple[str, bytes]], out: Path, staging: Path,
+                  what: str, keep: Callable[[str], bool],
                   running: set[Any] | None = None) -> None:  # fmt: skip
-    """Have Pagefind index the records (URL, HTML) as `language`; write the files of its
-    index that `keep` (given their path) into the folder out, while Pagefind still runs
-    (as when it writes them itself). Its process is in `running` while it runs.
+    """Have Pagefind index the records (URL, HTML), each in the language its <html lang>
+    names (an index per language); write the files of its index that `keep` (given their
+    path) into the folder out, while Pagefind still runs (as when it writes them itself).
+    Its process is in `running` while it runs.
 
     Raise SearchError when it fails, stops or says something went wrong."""
     from feeds.parallel import ends_with_this_process
@@ -296,7 +297,7 @@ def index_records(exe: Path, records: Sequence[tuple[str, bytes]], language: str
         sender: threading.Thread | None = None
         try:
             answers = _Answers(proc.stdout)
-            config = {"force_language": language}
+            config: dict[str, str] = {}  # no force_language: a record's <html lang> says
             try:
                 proc.stdin.write(_message(1, {"type": "NewIndex", "config": config}))
                 proc.stdin.flush()
@@ -348,8 +349,21 @@ def _write(out: Path, files: Iterable[dict[str, str]], keep: Callable[[str], boo
         if path.parent not in made:
             path.parent.mkdir(parents=True, exist_ok=True)
             made.add(path.parent)
+        data = base64.b64decode(file["content"])
         with open(path, "wb") as f:
-            f.write(base64.b64decode(file["content"]))
+            f.write(_in_order(data) if rel == "pagefind-entry.json" else data)
+
+
+def _in_order(entry: bytes) -> bytes:
+    """Return Pagefind's entry file with its languages in order: it lists an index's
+    languages in no fixed order, and the same records must give the same files (a bucket
+    uploads what changed; another machine publishing the same site uploads nothing)."""
+    try:
+        data = json.loads(entry)
+        data["languages"] = dict(sorted(data["languages"].items()))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return entry  # as it is: _seal says what is wrong with it
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _tail(log: Path) -> str:
@@ -372,20 +386,20 @@ class Builder:
         self.running: set[subprocess.Popen[bytes]] = set()
         self.stopped = False
 
-    def submit(self, name: str, records: Sequence[tuple[str, bytes]], language: str,
-               keep: Sequence[str], tsv: str | None) -> Future[str]:  # fmt: skip
+    def submit(self, name: str, records: Sequence[tuple[str, bytes]], keep: Sequence[str],
+               tsv: str | None) -> Future[str]:  # fmt: skip
         """Index records (URL, HTML) into root/name; return the future of `name`. Waits
         while two others are being indexed (memory stays bounded)."""
         while sum(not f.done() for f in self.pending) >= self.workers:
             next(f for f in self.pending if not f.done()).exception()  # waits for it
         if self.stopped:
             raise SearchError(f"search index {name}: stopped")
-        future = self.pool.submit(self._index, name, records, language, keep, tsv)
+        future = self.pool.submit(self._index, name, records, keep, tsv)
         self.pending.append(future)
         return future
 
-    def _index(self, name: str, records: Sequence[tuple[str, bytes]], language: str,
-               keep: Sequence[str], tsv: str | None) -> str:  # fmt: skip
+    def _index(self, name: str, records: Sequence[tuple[str, bytes]], keep: Sequence[str],
+               tsv: str | None) -> str:  # fmt: skip
         final = self.root / name
         build = self.root / f".build-{os.getpid()}-{name.replace('/', '-')}"
         old = self.root / f".build-{os.getpid()}-old-{name.replace('/', '-')}"
@@ -402,7 +416,7 @@ class Builder:
                 return top in keep or top.endswith((".pf_meta", ".pagefind"))
 
             what = f"search index {name}"
-            index_records(self.exe, records, language, build, staging, what, kept, self.running)
+            index_records(self.exe, records, build, staging, what, kept, self.running)
             if tsv is not None:
                 (build / "records.tsv").write_text(tsv, "utf-8")
             _seal(build, name, runtime=RUNTIME[0] in keep)

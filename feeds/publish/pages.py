@@ -93,6 +93,11 @@ def _asset(name: str) -> Markup:
     return Markup((ASSETS_DIR / name).read_text("utf-8").strip())
 
 
+def render_icon() -> bytes:
+    """Return the site's icon (favicon.svg)."""
+    return (ASSETS_DIR / "favicon.svg").read_bytes()
+
+
 def render_search(site: Site) -> bytes:
     """Return the search page (search.html): the box, and results drawn by search.js."""
     return _env().get_template("search.html").render(site=site, root="").encode("utf-8")

@@ -12,6 +12,7 @@ LISTS = tuple(f.name for f in LIST_FORMATS)  # and every reading list
 # (that setting is a topic's): the list of every paper is long, and its parts stay put.
 ALL_PAGE_SIZE = 500
 SEARCH_PAGE = "search.html"  # written by any publish that writes
+ICON = "favicon.svg"  # the site's icon, which every page names: written likewise
 
 
 def paper_path(paper_id: str) -> str:

@@ -9,9 +9,10 @@ new digest indexes again only the last, small shard, whatever the size of the hi
     search/index.json   what search.js reads: Pagefind's version, the primary index, shards
     search/t-<tag>/     the primary: the topics' index (English), with Pagefind's runtime
                         (pagefind.js, its worker and WebAssembly)
-    search/p/<first>-<last>-<tag>/   the papers of seqs first..last, indexed as Chinese
-                        (English words are words there too); records.tsv: each paper's id
-                        and the fingerprint of what was indexed of it
+    search/p/<first>-<last>-<tag>/   the papers of seqs first..last: an index of their
+                        English records, stemmed, and one of their Chinese records, split
+                        into words (see paper_records); records.tsv: each paper's id and
+                        the fingerprint of what was indexed of it
 
 A folder is written once under a new name; index.json is then switched to the new set and
 the folders it no longer names are removed: a browser never reads half an index. A folder
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
     from feeds.state import Store
     from feeds.state.records import PaperPage
 
-FORMAT = 1  # of the records and the layout: another format indexes everything again
+FORMAT = 2  # of the records and the layout: another format indexes everything again
 BIG = 5000  # papers in a shard of the history; ~2 s and ~400 MB of Pagefind's to index
 SMALL = 500  # papers in a shard of the newest part, not yet BIG together: ~0.4 s
 __all__ = ["COMPLETE", "NOT_FOUND", "SearchError", "Update", "pagefind_binary", "update_search"]
@@ -90,39 +91,53 @@ def shard_ranges(count: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def paper_record(page: PaperPage) -> bytes:
-    """Return what Pagefind indexes of a paper: a small HTML page of its texts (both
-    titles, authors, institutions, the AI summary, the abstract, venue and arXiv id), its
-    result's title, Chinese title and a line saying where and when it was added."""
+def paper_records(page: PaperPage) -> tuple[bytes, ...]:
+    """Return what Pagefind indexes of a paper, as small HTML pages: its English record and,
+    when it has Chinese text, its Chinese one.
+
+    Pagefind indexes each language apart, English words stemmed and Chinese text split into
+    words, and search.js asks the records of the query's script. A record's body is what a
+    result quotes a line of: the abstract (the AI summary where there is none) in English;
+    the AI summary in Chinese, then under a heading (the anchor #more, where search.js stops
+    the line) the Chinese title and institutions, since Pagefind splits Chinese into words
+    in the body only. The title, the Chinese title, the authors and the venue are metadata,
+    shown with a result and searched (Pagefind 1.5 searches metadata), never quoted as its
+    line; so are, in English, the institutions, arXiv id and categories."""
     p = page.paper
-    texts = [", ".join(p.authors)]
-    texts += [f"{i.name} {i.name_zh or ''}".strip() for i in p.institutions]
-    texts += [p.summary or "", p.abstract or "", " ".join(filter(None, (p.venue, p.arxiv_id)))]
-    texts.append(" ".join(p.categories))
-    info = " · ".join(filter(None, (p.venue, f"added {page.first_seen.strftime('%Y-%m-%d')}")))
-    body = "".join(f"<p>{esc(t)}</p>" for t in texts if t)
-    if p.title_zh:
-        body = f'<p data-pagefind-meta="zh">{esc(p.title_zh)}</p>{body}'
-    # Meta in an attribute is shown with a result, not searched; Pagefind splits its
-    # "key:value" pairs at commas.
-    info = esc(info.replace(",", " "))
-    html = (
-        '<!DOCTYPE html><html lang="zh"><head><meta charset="utf-8"></head><body>'
-        f'<h1 data-pagefind-meta="title">{esc(p.title)}</h1>{body}'
-        f'<span data-pagefind-meta="info:{info}"></span></body></html>'
-    )
-    return html.encode("utf-8")
+    shown = [("title", p.title), ("zh", p.title_zh), ("authors", ", ".join(p.authors)),
+             ("venue", p.venue)]  # fmt: skip
+    more = [*(i.name for i in p.institutions), p.arxiv_id, *p.categories]
+    english = _record("en", [*shown, ("more", " ".join(filter(None, more)))],
+                      [p.abstract or p.summary or p.title])  # fmt: skip
+    chinese = [p.summary, p.title_zh, *(i.name_zh for i in p.institutions)]
+    if not any(chinese):
+        return (english,)
+    return english, _record("zh", shown, chinese[:1], chinese[1:])
 
 
 def topic_record(title: str, description: str) -> bytes:
     """Return what Pagefind indexes of a topic: its title and description."""
+    return _record("en", [("title", title)], [description or title])
+
+
+def _record(language: str, meta: Sequence[tuple[str, str | None]], body: Sequence[str | None],
+            rest: Sequence[str | None] = ()) -> bytes:  # fmt: skip
+    # Metadata from the text of elements Pagefind keeps out of the body, so that no excerpt
+    # repeats it (an attribute's "key:value" pairs would be split at commas).
+    fields = "".join(f'<p data-pagefind-meta="{key}">{esc(text)}</p>' for key, text in meta if text)
+    text = "".join(f"<p>{esc(t)}</p>" for t in body if t)
+    if any(rest):  # a heading with an id: Pagefind's sub-results end the body's excerpt there
+        text += '<h2 id="more">·</h2>' + "".join(f"<p>{esc(t)}</p>" for t in rest if t)
     html = (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"></head><body>'
-        f'<h1 data-pagefind-meta="title">{esc(title)}</h1><p>{esc(description)}</p>'
-        '<span data-pagefind-meta="info:Topic: every paper that matches it"></span>'
-        "</body></html>"
+        f'<!DOCTYPE html><html lang="{language}"><head><meta charset="utf-8"></head><body>'
+        f"<div data-pagefind-ignore>{fields}</div>{text}</body></html>"
     )
     return html.encode("utf-8")
+
+
+def paper_fingerprint(page: PaperPage) -> str:
+    """Return what tells whether a paper's records changed since they were indexed."""
+    return fingerprint(b"".join(paper_records(page)))
 
 
 def fingerprint(record: bytes) -> str:
@@ -151,6 +166,12 @@ def _records_of(folder: Path) -> dict[str, str]:
     return dict(line.split("\t", 1) for line in lines if "\t" in line)
 
 
+def _languages(folder: Path) -> list[str]:
+    """Return the languages of a folder's index (each is searched on its own)."""
+    entry = _read_manifest(folder / "pagefind-entry.json") or {}
+    return sorted(entry.get("languages") or ())
+
+
 def _pages(store: Store, first: int, end: int) -> Iterator[PaperPage]:
     return store.paper_pages(seqs=(first, end))
 
@@ -166,7 +187,7 @@ def _stale_shards(
         for (first, end), folder in kept.items():
             indexed = _records_of(root / folder)
             for page in _pages(store, first, end):
-                if indexed.get(page.paper.paper_id) != fingerprint(paper_record(page)):
+                if indexed.get(page.paper.paper_id) != paper_fingerprint(page):
                     stale.add((first, end))
                     break
         return stale
@@ -180,7 +201,7 @@ def _stale_shards(
     for shard, ids in by_shard.items():
         indexed = _records_of(root / kept[shard])
         for page in store.paper_pages(ids):
-            if indexed.get(page.paper.paper_id) != fingerprint(paper_record(page)):
+            if indexed.get(page.paper.paper_id) != paper_fingerprint(page):
                 stale.add(shard)
                 break
     return stale
@@ -327,17 +348,20 @@ class Update:
             if not whole:
                 self.said.put("search index: topics")
                 records = [(f"/{path}", record) for path, record in topic_records.items()]
-                topics_done = builder.submit(primary, records, "en", (*INDEX_FILES, *RUNTIME), None)
+                topics_done = builder.submit(primary, records, (*INDEX_FILES, *RUNTIME), None)
             for n, (first, end) in enumerate(todo, 1):
                 self.said.put(f"search index: papers {first:,}–{end - 1:,} ({n} of {len(todo)})")
                 records, lines = [], []
                 for page in _pages(store, first, end):
-                    record = paper_record(page)
-                    records.append((f"/papers/{page.paper.paper_id}.html", record))
-                    lines.append(f"{page.paper.paper_id}\t{fingerprint(record)}\n")
+                    # Pagefind keeps one record of a URL: the Chinese one's is marked
+                    # (search.js links the page).
+                    url = f"/papers/{page.paper.paper_id}.html"
+                    paper = paper_records(page)
+                    records += zip((url, f"{url}#zh"), paper, strict=False)
+                    lines.append(f"{page.paper.paper_id}\t{fingerprint(b''.join(paper))}\n")
                 tsv = "".join(lines)
                 name = f"p/{first}-{end - 1}-{_tag(FORMAT, version, first, end, tsv)}"
-                futures[first, end] = builder.submit(name, records, "zh", INDEX_FILES, tsv)
+                futures[first, end] = builder.submit(name, records, INDEX_FILES, tsv)
                 papers += len(lines)
             if not whole:
                 topics_done.result()
@@ -345,7 +369,8 @@ class Update:
                 dirs[shard] = future.result()
         finally:
             builder.close()
-        shards = [{"dir": dirs[r], "first": r[0], "end": r[1]} for r in wanted]
+        shards = [{"dir": dirs[r], "first": r[0], "end": r[1],
+                   "languages": _languages(root / dirs[r])} for r in wanted]  # fmt: skip
         self.manifest = {"format": FORMAT, "pagefind": version, "primary": primary,
                          "shards": shards}  # fmt: skip
         return Indexed(len(todo), papers, old.get("primary") != primary)
