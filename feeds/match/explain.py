@@ -22,6 +22,12 @@ def _counted(text: str) -> dict[str, int]:
     return dict(Counter(tokens(text)))
 
 
+@lru_cache(maxsize=4096)
+def _han_runs(text: str) -> list[str]:
+    """Return a text's runs of Chinese characters, as tokens sees them (after NFKC)."""
+    return re.findall(f"[{_HAN}]+", unicodedata.normalize("NFKC", text))
+
+
 def words(df: DocFreq, text: str, example: str, n: int = 3) -> tuple[str, ...]:
     """Return the words that weigh most in the similarity of a text to an example: the
     terms both have, by the product of their tf-idf weights (what the cosine adds up), the
@@ -31,13 +37,16 @@ def words(df: DocFreq, text: str, example: str, n: int = 3) -> tuple[str, ...]:
     common = sorted(mine.keys() & theirs.keys())
     if not common:
         return ()
-    weights = idf(df, np.array([column(t) for t in common], dtype=np.int32)) ** 2
-    weights *= np.array([(1 + np.log(mine[t])) * (1 + np.log(theirs[t])) for t in common])
+    # Each paper is explained for every topic that takes it: arrays, not a loop a term.
+    k = len(common)
+    weights = idf(df, np.fromiter(map(column, common), dtype=np.int32, count=k)) ** 2
+    weights *= 1 + np.log(np.fromiter(map(mine.__getitem__, common), float, count=k))
+    weights *= 1 + np.log(np.fromiter(map(theirs.__getitem__, common), float, count=k))
     weight = dict(zip(common, weights.tolist(), strict=True))
     heavy = sorted(common, key=lambda t: (-weight[t], t))[: 4 * n]
     said: dict[str, float] = {t: weight[t] for t in heavy if not is_han(t)}
     pairs = {t for t in heavy if is_han(t) and len(t) == 2}
-    for run in re.findall(f"[{_HAN}]+", unicodedata.normalize("NFKC", text)):
+    for run in _han_runs(text) if pairs else ():
         i = 0
         while i < len(run) - 1:  # the longest stretch of the run made of heavy bigrams
             j = i
