@@ -6,7 +6,8 @@
 It parses and matches with paperfeeds' own parser and matcher (so the comparison is about
 the rest of the build), then for every topic and for all papers writes an RSS and an Atom
 feed with feedgen and a JSON feed of the newest 100, a Jinja reading list of every match
-(one page, the site's style sheet inline), a Jinja page per paper, each with `write_text`,
+(one page, the site's style sheet inline) and the same list as BibTeX (bibtexparser) and
+RIS (rispy), a Jinja page per paper, each with `write_text`,
 and runs Pagefind over the pages as its documentation shows:
 `pagefind --site OUT --glob "papers/*.html"`. Prints the seconds of each step on stderr.
 """
@@ -86,6 +87,27 @@ def write_feeds(out: Path, name: str, papers: list[Paper]) -> None:
     (out / "feeds" / f"{name}.json").write_text(json.dumps(feed, ensure_ascii=False))
 
 
+def write_citations(out: Path, name: str, papers: list[Paper]) -> None:
+    """Write a topic's reading list as BibTeX and RIS, the plain way: every entry made
+    anew for each topic, the whole file written by each format's library."""
+    import bibtexparser
+    import rispy
+    from bibtexparser.library import Library
+    from bibtexparser.model import Entry, Field
+
+    entries, records = [], []
+    for i, p in enumerate(papers):
+        key = f"{(p.authors[0].split()[-1] if p.authors else 'anon').lower()}{i}"
+        page = f"{BASE}papers/{p.paper_id}.html"
+        fields = [Field("title", p.title), Field("author", " and ".join(p.authors)),
+                  Field("booktitle", p.venue or ""), Field("url", page)]  # fmt: skip
+        entries.append(Entry("inproceedings", key, fields))
+        records.append({"type_of_reference": "CONF", "title": p.title, "authors": list(p.authors),
+                        "secondary_title": p.venue or "", "id": key})  # fmt: skip
+    (out / "topics" / f"{name}.bib").write_text(bibtexparser.write_string(Library(entries)))
+    (out / "topics" / f"{name}.ris").write_text(rispy.dumps(records))
+
+
 def main() -> None:
     inbox, subscriptions, out = (Path(a) for a in sys.argv[1:4])
     steps: dict[str, float] = {}
@@ -116,6 +138,7 @@ def main() -> None:
     for name, matched in members.items():
         html = LIST.render(title=name, css=css, papers=matched)
         (out / "topics" / f"{name}.html").write_text(html)
+        write_citations(out, name, matched)
     steps["reading lists"] = time.perf_counter() - start
 
     start = time.perf_counter()
