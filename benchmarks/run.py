@@ -309,8 +309,12 @@ def full_phase(
     # bytecode itself, and compiling on every start is not what a user pays).
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "feeds")], check=True)
     naive_s, naive_steps = naive_build(work) if naive else (0.0, "")
+    began = time.time()  # the files' modification times say when each was in place
     wall, peak, writing, waited = feeds_run(work)
     public = work / "public"
+    feeds_at = max(p.stat().st_mtime for p in (public / "feeds").iterdir()) - began
+    index = public / "search" / "index.json"
+    search_at = index.stat().st_mtime - began if index.exists() else float("nan")
     sizes = [p.stat().st_size for p in public.rglob("*") if p.is_file()]
     floor_w = fs_floor(sizes, work / "fs-floor")
     print(f"\nfull build: {wall:.1f}s wall, peak {peak}, {len(sizes):,} files "
@@ -319,6 +323,8 @@ def full_phase(
     # the run is the time it waited for it, not the writer's own time.
     print(f"  everything but writing: {wall - waited:.1f}s (the wall time but the "
           f"{waited:.1f}s it waited for the writer)")  # fmt: skip
+    print(f"  readers get the feeds after {feeds_at:.1f}s (the last feed in place) and "
+          f"search after {search_at:.1f}s (search/index.json switched)")  # fmt: skip
     if floors:
         parts = " + ".join(f"{what} {seconds:.1f}s" for what, seconds in floors.items())
         print(f"    its floor: {sum(floors.values()):.1f}s = {parts}, rendering not counted")

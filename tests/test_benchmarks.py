@@ -33,6 +33,7 @@ def test_benchmark_prints_every_phase_beside_its_baselines(tmp_path: Path) -> No
             r"match floor [\d.]+s \+ storing the rows in SQLite \(200 rows, scaled\) [\d.]+s"
         ),
         r"writing is x[\d.]+ the floor",
+        r"readers get the feeds after [\d.]+s \(the last feed in place\) and search after",
         (
             r"the naive build with search: [\d.]+s \(parse and match [\d.]+s \+ feeds [\d.]+s "
             r"\+ reading lists [\d.]+s \+ pages [\d.]+s \+ search \(Pagefind\) [\d.]+s\)"
