@@ -43,11 +43,9 @@ def resolve(store: Store, topic: Topic, where: str) -> LikeTopic:
     from feeds.match.similar import DEFAULT_MIN_SIMILARITY, LikeTopic
 
     c = topic.criteria
-    texts = (*c.like, *c.unlike)
-    lines = topic.examples if len(topic.examples) == len(texts) else (topic.line,) * len(texts)
     examples: list[Example] = []
     errors: list[ConfigError] = []
-    for text, line in zip(texts, lines, strict=True):
+    for text, line in _with_lines(topic):
         try:
             examples.append(_example(store, text, topic, where, line))
         except ConfigError as e:
@@ -63,6 +61,14 @@ def resolve(store: Store, topic: Topic, where: str) -> LikeTopic:
         min_similarity=DEFAULT_MIN_SIMILARITY if c.min_similarity is None else c.min_similarity,
         exclude=frozenset().union(*(lib.known() for lib in c.library)),
     )
+
+
+def _with_lines(topic: Topic) -> list[tuple[str, int]]:
+    """Return a topic's `like:` then `unlike:` examples with their lines (the topic's line
+    for a topic read without them, as a config cached by an earlier version)."""
+    texts = (*topic.criteria.like, *topic.criteria.unlike)
+    lines = topic.examples if len(topic.examples) == len(texts) else (topic.line,) * len(texts)
+    return list(zip(texts, lines, strict=True))
 
 
 def _library_example(store: Store, item: LibraryItem) -> Example:
@@ -130,9 +136,7 @@ def example_warnings(store: Store, topics: Sequence[Topic], where: str) -> list[
 
     wanted: list[tuple[Topic, int, str, str]] = []  # topic, line, the text, its title key
     for topic in topics:
-        texts = (*topic.criteria.like, *topic.criteria.unlike)
-        lines = topic.examples if len(topic.examples) == len(texts) else (topic.line,) * len(texts)
-        for text, line in zip(texts, lines, strict=True):
+        for text, line in _with_lines(topic):
             if arxiv_id(text) or normalize_doi(text) or _PAPER_ID.fullmatch(text.strip()):
                 continue
             if len(text) >= 12 and store.paper(paper_id(text)) is None:
