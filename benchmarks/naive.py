@@ -9,12 +9,14 @@ feed with feedgen and a JSON feed of the newest 100, a Jinja reading list of eve
 (one page, the site's style sheet inline) and the same list as BibTeX (bibtexparser) and
 RIS (rispy), a Jinja page per paper, each with `write_text`,
 and runs Pagefind over the pages as its documentation shows:
-`pagefind --site OUT --glob "papers/*.html"`. Prints the seconds of each step on stderr.
+`pagefind --site OUT --glob "papers/*.html"`. Prints the seconds of each step on stderr,
+and Pagefind's processor time (user + system).
 """
 
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -154,9 +156,12 @@ def main() -> None:
     cmd = [str(exe), "--site", str(out), "--glob", "papers/*.html"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     steps["search (Pagefind)"] = time.perf_counter() - start
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # Pagefind is its only child
+    pagefind_cpu = usage.ru_utime + usage.ru_stime
 
     for what, seconds in steps.items():
         print(f"naive-{what.split()[0]}-seconds {seconds:.3f}", file=sys.stderr)
+    print(f"naive-pagefind-cpu-seconds {pagefind_cpu:.3f}", file=sys.stderr)
     print(" + ".join(f"{what} {seconds:.1f}s" for what, seconds in steps.items()))
 
 

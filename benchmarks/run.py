@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -31,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,14 +72,29 @@ def timed(fn, *args):  # type: ignore[no-untyped-def]
     return result, time.perf_counter() - start
 
 
-def feeds_run(
-    work: Path, *, measured: bool = True, replaced: Path | None = None
-) -> tuple[float, str, float, float]:
-    """Run `feeds run` in a child process: (wall seconds, its peak memory ("N MB"), seconds
-    spent writing files, seconds the run waited for the writing). `measured` runs it
-    through benchmarks/child.py, which reports the last three; otherwise the child is the
-    plain command (for start-up timings) and they are 0. A measured run lists the files it
-    put in place in `replaced`, when given."""
+@dataclass(frozen=True)
+class Ran:
+    """What a measured `feeds run` reported (see child.py)."""
+
+    wall: float  # seconds
+    peak: str = ""  # its peak memory, "N MB" (with its helper's)
+    writing: float = 0.0  # seconds spent writing files
+    waited: float = 0.0  # seconds the run waited for the writing
+    cpu: float = 0.0  # processor seconds (user + system), its child processes included
+    pagefind_cpu: float = 0.0  # of which Pagefind's processes'
+
+
+def _children_cpu() -> float:
+    """Processor seconds (user + system) of this process's children waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def feeds_run(work: Path, *, measured: bool = True, replaced: Path | None = None) -> Ran:
+    """Run `feeds run` in a child process. `measured` runs it through benchmarks/child.py,
+    which reports what it spent; otherwise the child is the plain command (for start-up
+    timings) and only the wall time is known. A measured run lists the files it put in
+    place in `replaced`, when given."""
     env = dict(os.environ)
     if replaced is not None:
         replaced.unlink(missing_ok=True)
@@ -87,14 +104,16 @@ def feeds_run(
     else:
         cmd = [sys.executable, "-m", "feeds"]
     cmd += ["run", "--offline", "--quiet", "--json", "--inbox", "inbox"]
+    cpu = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - start
+    cpu = _children_cpu() - cpu  # the run's, its helper's and its Pagefind's: all waited for
     err = proc.stderr.decode()
     if proc.returncode not in (0, 3):
         sys.exit(f"feeds run failed ({proc.returncode}):\n{err}")
     if not measured:
-        return wall, "", 0.0, 0.0
+        return Ran(wall)
 
     # `key value` lines; the helper processes of a big match and a big publish report too
     # (as helper-...), when they ran: one after the other, so their largest peak counts.
@@ -114,7 +133,8 @@ def feeds_run(
         peak += (f" (the run {int(reported('peak-kb')) // 1024} MB + its helper process "
                  f"{int(reported('helper-peak-kb')) // 1024} MB)")  # fmt: skip
     writing = reported("write-seconds") + reported("helper-write-seconds")
-    return wall, peak, writing, reported("wait-seconds")
+    return Ran(wall, peak, writing, reported("wait-seconds"), cpu,
+               reported("pagefind-cpu-seconds"))  # fmt: skip
 
 
 def fs_floor(sizes: list[int], folder: Path) -> float:
@@ -286,17 +306,30 @@ def fold_floor(terms: int, sample: list[Paper]) -> float:
     return time.perf_counter() - start
 
 
-def naive_build(work: Path) -> tuple[float, str]:
-    """Run the naive build with search (naive.py) in a child process into work/naive:
-    (wall seconds, its steps' times in words)."""
+@dataclass(frozen=True)
+class Naive:
+    """What the naive build with search took (naive.py)."""
+
+    wall: float  # seconds
+    steps: str  # its steps' times in words
+    cpu: float  # processor seconds (user + system), Pagefind's included
+    pagefind_cpu: float  # of which Pagefind's
+
+
+def naive_build(work: Path) -> Naive:
+    """Run the naive build with search (naive.py) in a child process into work/naive."""
     cmd = [sys.executable, str(ROOT / "benchmarks" / "naive.py")]
     cmd += ["inbox", "config/subscriptions.yaml", "naive"]
+    cpu = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
     wall = time.perf_counter() - start
+    cpu = _children_cpu() - cpu
     if proc.returncode != 0:
         sys.exit(f"the naive build failed ({proc.returncode}):\n{proc.stderr}")
-    return wall, proc.stdout.strip()
+    pagefind = next(float(line.split()[1]) for line in proc.stderr.splitlines()
+                    if line.startswith("naive-pagefind-cpu-seconds "))  # fmt: skip
+    return Naive(wall, proc.stdout.strip(), cpu, pagefind)
 
 
 def full_phase(
@@ -308,9 +341,10 @@ def full_phase(
     # As an installed package would be: compiled once (this environment may not write
     # bytecode itself, and compiling on every start is not what a user pays).
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "feeds")], check=True)
-    naive_s, naive_steps = naive_build(work) if naive else (0.0, "")
+    baseline = naive_build(work) if naive else None
     began = time.time()  # the files' modification times say when each was in place
-    wall, peak, writing, waited = feeds_run(work)
+    built = feeds_run(work)
+    wall, peak, writing, waited = built.wall, built.peak, built.writing, built.waited
     public = work / "public"
     feeds_at = max(p.stat().st_mtime for p in (public / "feeds").iterdir()) - began
     index = public / "search" / "index.json"
@@ -333,10 +367,19 @@ def full_phase(
     per_file = floor_w / len(sizes) * 1e6
     print(f"  file-system floor:      {floor_w:.1f}s ({per_file:.0f} us/file, same sizes, "
           f"temp file + rename): writing is x{writing / floor_w:.2f} the floor")  # fmt: skip
-    if naive:
-        print(f"  the naive build with search: {naive_s:.1f}s ({naive_steps})")
-        print(f"  against the naive build with search: x{naive_s / wall:.2f} "
+    outside = built.cpu - built.pagefind_cpu
+    print(f"  processor time: {built.cpu:.1f}s (user + system, its helper and Pagefind "
+          f"included), of which Pagefind {built.pagefind_cpu:.1f}s; outside Pagefind "
+          f"{outside:.1f}s")  # fmt: skip
+    if baseline is not None:
+        print(f"  the naive build with search: {baseline.wall:.1f}s ({baseline.steps})")
+        print(f"  against the naive build with search: x{baseline.wall / wall:.2f} "
               "(its time over feeds run's)")  # fmt: skip
+        naive_outside = baseline.cpu - baseline.pagefind_cpu
+        ratio = outside / naive_outside
+        print(f"  processor time outside Pagefind against the naive's: x{ratio:.2f}"
+              f" ({outside:.1f}s against {naive_outside:.1f}s; the naive's Pagefind "
+              f"{baseline.pagefind_cpu:.1f}s, all of it {baseline.cpu:.1f}s)")  # fmt: skip
 
     # incremental and no-op. One new digest after another, each run timed: a single run
     # cannot tell a tenth apart on a shared machine, whose speed drifts within minutes.
@@ -347,19 +390,20 @@ def full_phase(
             shutil.move(f, inbox / f"zz-new-{n}-{f.name}")
         listed = work / "replaced.txt"
         # measured: start-up counts, hooks ~1 ms
-        inc, inc_peak, _, _ = feeds_run(work, replaced=listed)
+        ran = feeds_run(work, replaced=listed)
+        inc, inc_peak = ran.wall, ran.peak
         incs.append(inc)
         inc_peaks.append(inc_peak)
         paths = [work / line for line in listed.read_text().splitlines()]
         rewrites.append(rewrite_floor(paths, work / "rewrite-floor" / str(n)))
         rewritten.append(sum(p.stat().st_size for p in paths) / 1e6)
-    _, noop_peak, _, _ = feeds_run(work)
+    noop_peak = feeds_run(work).peak
     # Each no-op run next to a `python -c pass`, so that both see the same machine: a shared
     # one's start-up time drifts by a third within the hour.
     noops, passes = [], []
     noop_libs, run_libs = [], []
     for _ in range(11):
-        noops.append(feeds_run(work, measured=False)[0])
+        noops.append(feeds_run(work, measured=False).wall)
         passes.append(_wall([sys.executable, "-c", "pass"]))
         noop_libs.append(_wall([sys.executable, "-c", f"import {NOOP_LIBRARIES}"]))
         run_libs.append(_wall([sys.executable, "-c", f"import {RUN_LIBRARIES}"]))

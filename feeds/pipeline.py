@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from feeds.errors import EXIT_OK, EXIT_REJECTED, EXIT_UNDELIVERED, StateError
 from feeds.match.step import update_members
-from feeds.publish.build import publish
+from feeds.publish.build import begin_search, publish
 from feeds.publish.write import WriteStats
 from feeds.settings import Config
 from feeds.sources.ingest import Ingested, Rejection, ingest
@@ -146,14 +146,18 @@ def _cycle(
         ingest(s, store, now, progress, offline=offline, settle=settle, arxiv=arxiv,
                last_run=last, got=got)  # fmt: skip
         step = "matching"
-        progress(step)
-        new_matches, notes = update_members(
-            config.topics, store, now, progress, where=str(config.subscriptions_path)
-        )
-        step = "publishing"
-        progress(step)
-        # The renderers are imported only if something changed (or `repair` asks for all).
-        files = publish(config, store, force=repair, progress=progress)
+        # The search index is begun with the papers stored: Pagefind indexes them on the
+        # other core while this one matches.
+        searching = begin_search(config, store, force=repair, progress=progress)
+        with searching or contextlib.nullcontext():
+            progress(step)
+            new_matches, notes = update_members(
+                config.topics, store, now, progress, where=str(config.subscriptions_path)
+            )
+            step = "publishing"
+            progress(step)
+            # The renderers are imported only if something changed (or `repair` asks).
+            files = publish(config, store, force=repair, progress=progress, searching=searching)
         # Links are resolved after publishing: feeds go out with what is known, and the
         # items whose links changed are published again below.
         if s.links.check and not offline:

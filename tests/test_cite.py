@@ -295,6 +295,64 @@ def test_a_new_digest_gives_the_reading_lists_a_full_build_would(workspace: Work
     assert {p.name: p.read_bytes() for p in lists} == incremental
 
 
+def _new_digest(ws: Workspace, name: str, title: str) -> None:
+    (ws.inbox / name).write_text(
+        f"ICML\n\n{title}\n\nWei Tang\n\nAI总结 推测解码。\n", encoding="utf-8"
+    )
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "none",
+        "cut short",  # the last entry without its end
+        "an entry without its page",
+        "an entry of a paper the topic no longer lists",
+    ],
+)
+def test_new_papers_on_top_of_a_reading_list_give_what_a_full_build_would(
+    workspace: Workspace, damage: str
+) -> None:
+    """A new digest puts its entries before the files written last time, whole; files that
+    are not what the topic held (damaged, or listing a paper it no longer has) are taken
+    apart and made again. Either way the bytes are those of a full build."""
+    config = workspace.config()
+    run(config, now=lambda: NOW)
+    bib = workspace.public / "topics" / "speculative-decoding.bib"
+    ris = workspace.public / "topics" / "speculative-decoding.ris"
+    text = bib.read_text("utf-8")
+    if damage == "cut short":
+        bib.write_text(text[: -len("}\n") - 5], "utf-8")
+    elif damage == "an entry without its page":
+        bib.write_text(text.replace("\n  url = {", "\n  note = {", 1), "utf-8")
+    elif damage == "an entry of a paper the topic no longer lists":
+        other = workspace.public / "topics" / "all.ris"
+        first = other.read_text("utf-8").split("\n\n")[-1]
+        ris.write_text(ris.read_text("utf-8") + "\n" + first, "utf-8")
+        bib.write_text(text + "\n" + text.split("\n\n")[0] + "\n", "utf-8")
+    _new_digest(workspace, "later.txt", "Speculative Decoding on Top: A Later Paper")
+    run(config, now=lambda: NOW + timedelta(days=1))
+    incremental = {p: p.read_bytes() for p in (bib, ris)}
+    assert read_bib(bib)[0]["title"].startswith("Speculative Decoding on Top")
+    run(config, now=lambda: NOW + timedelta(days=1), repair=True)  # everything anew
+    assert {p: p.read_bytes() for p in (bib, ris)} == incremental
+
+
+def test_a_reading_list_file_is_listed_only_when_whole() -> None:
+    c = _citation()
+    pid = "0123456789abcdef"  # as paper ids are
+    entry = cite.bibtex_entry(c, "bell2026title")
+    document = entry + "\n" + cite.bibtex_entry(c, "bell2026titlea")
+    document = document.replace("/papers/p1.html", f"/papers/{pid}.html")
+    assert cite.listing("bibtex", document) == ([pid, pid], ["bell2026title", "bell2026titlea"])
+    assert cite.listing("bibtex", "") == ([], [])
+    assert cite.listing("bibtex", document[:-2]) is None  # cut short
+    assert cite.listing("bibtex", document.replace("  url = {", "  note = {", 1)) is None
+    record = cite.ris_entry(c, "k").replace("/papers/p1.html", f"/papers/{pid}.html")
+    assert cite.listing("ris", record) == ([pid], ["k"])
+    assert cite.listing("ris", record.replace("ID  - k\n", "")) is None
+
+
 def test_hostile_titles_stay_inside_their_attribute_and_their_field(workspace: Workspace) -> None:
     title = 'Break "out" <script>alert(1)</script> & {brace} 50% $x$ #1 a_b \\ c'
     (workspace.inbox / "hostile.txt").write_text(
@@ -362,6 +420,19 @@ def test_keys_are_unique_and_given_by_arrival() -> None:
     assert cite.base_key(_citation(authors=("Jörg Müller",))) == "muller2026title"
     assert cite.base_key(_citation(authors=("张三",))) == "anon2026title"
     assert cite.base_key(_citation(title="On the Art of Drafting")) == "bell2026art"
+
+
+@given(
+    title=st.text(alphabet=st.sampled_from("abcXYZ 019&%#_{}é中—:-'`,\n"), min_size=1, max_size=40),
+    abstract=st.sampled_from([None, "Abstract.\nID  - fake\nTI  - fake", "@misc{x, a}"]),
+    venue=st.sampled_from(["ICML", None, "Transactions on Machine Learning Research"]),
+)
+def test_an_entry_under_another_key_is_the_entry_made_with_that_key(
+    title: str, abstract: str | None, venue: str | None
+) -> None:
+    c = _citation(title=title, abstract=abstract, venue=venue, arxiv_id="2601.00001")
+    for fmt, make in (("bibtex", cite.bibtex_entry), ("ris", cite.ris_entry)):
+        assert cite.rekeyed(fmt, make(c, c.key), c.key + "ab") == make(c, c.key + "ab")
 
 
 _TEXT = st.text(

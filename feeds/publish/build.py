@@ -97,27 +97,58 @@ def _present(path: Path | str) -> bool:
         return False
 
 
+def begin_search(
+    config: Config,
+    store: Store,
+    *,
+    force: bool = False,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> Update | None:
+    """Begin the search index's update as soon as the papers are stored, before matching:
+    a paper's records do not depend on its topics, and Pagefind then has the other core
+    while this one matches. Return None when no paper changed (publish begins the update
+    itself if a topic's title did); else hand the update to publish, which finishes it.
+    Used as a context manager around matching and publishing, it stops Pagefind if they
+    fail."""
+    full = _full(config, store, force)
+    recheck = store.meta("search") == "recheck"
+    changed = set() if full else store.dirty()["paper"]
+    if not (full or recheck or changed):
+        return None
+    return _begin_search(config, store, full or recheck, changed, progress)
+
+
+def _full(config: Config, store: Store, force: bool) -> bool:
+    """Whether a publish renders everything: asked to, the site settings changed, or
+    public/ has no site."""
+    public = Path(config.settings.public_dir)
+    return force or store.meta("site") != _site_key(config) or not (public / "index.html").exists()
+
+
 def publish(
     config: Config,
     store: Store,
     *,
     force: bool = False,
     progress: Callable[[str], None] = lambda _m: None,
+    searching: Update | None = None,
 ) -> WriteStats:
     """Render and write what changed; return how many files were written and removed.
+    `searching`: the search index's update begun before (see begin_search), finished here.
 
     Raise PublishError if public/ cannot be written: what was published stays whole, and
     what was not is still marked to do in the state.
     """
     try:
-        return _publish(config, store, force, progress)
+        return _publish(config, store, force, progress, searching)
     except OSError as e:  # reading or removing our files; the writer's own come wrapped
         raise cannot_write(e.filename or config.settings.public_dir, e) from e
 
 
 def _publish(
-    config: Config, store: Store, force: bool, progress: Callable[[str], None]
-) -> WriteStats:
+    config: Config, store: Store, force: bool, progress: Callable[[str], None],
+    early: Update | None,
+) -> WriteStats:  # fmt: skip
     s = config.settings
     public = Path(s.public_dir)
     looks = store.topic_looks()
@@ -129,7 +160,7 @@ def _publish(
     # A publish that died (SIGKILL, power cut) may have left temp files anywhere: the next
     # one sweeps them all. Otherwise there are none, and nothing is looked at.
     died = store.meta("publishing") == "1"
-    full = force or store.meta("site") != _site_key(config) or not (public / "index.html").exists()
+    full = _full(config, store, force)
     # A full build renders everything and needs no list of what changed (which, after a
     # first run over a big inbox, names every paper: not worth holding).
     dirty = store.dirty() if not full else {k: set() for k in store.DIRTY_KINDS}
@@ -148,7 +179,7 @@ def _publish(
             dirty["topic"].add(ALL)  # these are written whenever anything is
     # A search index that could not be updated is compared with the state whole next time.
     recheck = store.meta("search") == "recheck"
-    if not full and not recheck and not any(dirty.values()):
+    if not full and not recheck and not any(dirty.values()) and early is None:
         # Temp files exist only if a publish died: otherwise there is nothing to look at.
         return WriteStats(0, 0, sweep(public, papers=True) if died else 0)
     # Only the files our publishes wrote into public/ are ever removed: it may hold the
@@ -227,7 +258,7 @@ def _publish(
     # Feeds and reading lists are written on a second thread while the next ones render
     # (see Writer); a big publish shares its parts with a second process (see feeds.parallel).
     # The search index is built beside them, and named only once they are written.
-    searching = _begin_search(config, store, full or recheck, dirty["paper"], progress)
+    searching = early or _begin_search(config, store, full or recheck, dirty["paper"], progress)
     removed, helped = 0, [0, 0]  # files removed; written and unchanged by the helper
     with Writer() as out, searching:
 

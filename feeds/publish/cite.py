@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
+from functools import cache, cached_property
 from typing import Any, Literal
 
 from feeds.model import ARXIV, Link, Paper
@@ -49,6 +49,12 @@ class Citation:
     url: str  # its page here: every link it has (its arXiv page among them), the same
     # address Zotero keeps for a saved page; and what tells a file's entries apart
     first_seen: datetime  # the earliest of papers that share a citation key keeps it plain
+
+    @cached_property
+    def key(self) -> str:
+        """Its citation key before collisions (see base_key): worked out once, as a topic's
+        keys are given for every topic that lists the paper."""
+        return base_key(self)
 
 
 def citation(paper: Paper, links: Iterable[Link], first_seen: datetime, page_url: str) -> Citation:
@@ -161,7 +167,7 @@ def keys(citations: Sequence[Citation], taken: Iterable[str] = ()) -> list[str]:
     papers arrive."""
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(citations):
-        groups.setdefault(base_key(c), []).append(i)
+        groups.setdefault(c.key, []).append(i)
     out = [""] * len(citations)
     used = set(taken)
     reserved = set(groups) - used  # `smith2026a` may be another paper's base key
@@ -284,11 +290,15 @@ def _bibtex_fields(c: Citation) -> tuple[str, list[tuple[str, str]]]:
 def _write_bibtex(entry_type: str, key: str, fields: list[Any]) -> str:
     from bibtexparser.entrypoint import write_string
     from bibtexparser.library import Library
+    from bibtexparser.middlewares.parsestack import default_unparse_stack
     from bibtexparser.model import Entry
 
-    # bibtexparser's own middleware braces each value (a year stays a bare number).
+    # bibtexparser's own middleware braces each value (a year stays a bare number). The
+    # library is this entry's alone, so the middleware may change it in place: the default
+    # stack deep-copies it first, which was most of the time an entry took.
     library = Library([Entry(entry_type, key, fields)])
-    return str(write_string(library, bibtex_format=_format()))
+    stack = default_unparse_stack(allow_inplace_modification=True)
+    return str(write_string(library, unparse_stack=stack, bibtex_format=_format()))
 
 
 @cache
@@ -350,6 +360,7 @@ def _ris_writer() -> Any:
 # line and never hold a blank line, so a file is its entries joined by blank lines.
 _PAGE_AT = {"bibtex": "\n  url = {", "ris": "\nUR  - "}
 _KEY_AT = {"bibtex": "{", "ris": "\nID  - "}
+_ENDS = {"bibtex": "\n}", "ris": "\nER  - "}  # an entry's last line: one cut short lacks it
 
 
 def entry_blocks(fmt: str, document: str) -> dict[str, tuple[str, str]]:
@@ -366,10 +377,57 @@ def entry_blocks(fmt: str, document: str) -> dict[str, tuple[str, str]]:
         page = block.find(page_at)
         page = block.find("/papers/", page) if page >= 0 else -1
         key = block.find(key_at)
-        if page < 0 or key < 0:
+        if page < 0 or key < 0 or not block.rstrip("\n").endswith(_ENDS[fmt]):
             continue  # not an entry of ours (a file cut short, say): made again
         key += len(key_at)
         key_end = block.find("," if fmt == "bibtex" else "\n", key)
         text = block if block.endswith("\n") else block + "\n"  # split took the newline
         found[block[page + 8 : page + 24]] = (block[key:key_end], text)
     return found
+
+
+# A file's entries, each a line of its own (values are one line: see _one_line): the
+# first line with the key, the page's URL (its paper id), and how the file ends. Each
+# expression begins with a newline, not `^`: sre then looks for its literal start (the
+# file is searched with a newline before it), ten times faster over a MB.
+_LISTED = {
+    "bibtex": (re.compile(r"\n@[a-z]+\{([^,\n]*),\n"),
+               re.compile(r"\n  url = \{[^\n]*/papers/([^\n]{16})\.html\},?\n"),
+               "\n}\n"),
+    "ris": (re.compile(r"\nID  - ([^\n]*)\n"),
+            re.compile(r"\nUR  - [^\n]*/papers/([^\n]{16})\.html\n"),
+            "\nER  - \n"),
+}  # fmt: skip
+
+
+def listing(fmt: str, document: str) -> tuple[list[str], list[str]] | None:
+    """Return the paper ids and the citation keys of a reading list's BibTeX or RIS file
+    written before, in the file's order; None when it is not whole (cut short, or an entry
+    without its key or page).
+
+    A few expressions over the whole file, not a split into entries: a new digest puts a
+    few entries on top of thousands (see feeds.publish.parts)."""
+    keys_at, pages_at, end = _LISTED[fmt]
+    if not document:
+        return [], []
+    if not document.endswith(end):
+        return None
+    text = "\n" + document
+    keys, ids = keys_at.findall(text), pages_at.findall(text)
+    entries = document.count("\n\n") + 1  # entries are joined by a blank line
+    if not len(keys) == len(ids) == entries:
+        return None
+    return ids, keys
+
+
+def rekeyed(fmt: str, entry: str, key: str) -> str:
+    """Return an entry made by bibtex_entry or ris_entry under its citation's base key, with
+    `key` instead: a paper whose key collides in one topic's file is listed under its base
+    key in another's, and its entry is made once (the key is its only difference)."""
+    if fmt == "bibtex":  # `@type{key,` on the first line
+        at = entry.index("{") + 1
+        end = entry.index(",", at)
+        return f"{entry[:at]}{key}{entry[end:]}"
+    at = entry.rindex(_KEY_AT["ris"]) + len(_KEY_AT["ris"])  # the ID line, written last
+    end = entry.index("\n", at)
+    return f"{entry[:at]}{key}{entry[end:]}"

@@ -249,12 +249,16 @@ class _Answers:
 
     def next(self) -> dict[str, Any] | None:
         """Return the next answer's payload, or None when Pagefind's output ended."""
-        while b"," not in self.buffer:
-            chunk = self.stdout.read1(1 << 16)  # type: ignore[attr-defined]
+        # The index's files come in one answer of tens of MB: its chunks are joined once,
+        # and each is searched once for the answer's end (not the whole buffer again).
+        chunks = [self.buffer]
+        while b"," not in chunks[-1]:
+            chunk = self.stdout.read1(1 << 20)  # type: ignore[attr-defined]
             if not chunk:
+                self.buffer = b"".join(chunks)
                 return None
-            self.buffer += chunk
-        message, _, self.buffer = self.buffer.partition(b",")
+            chunks.append(chunk)
+        message, _, self.buffer = b"".join(chunks).partition(b",")
         try:
             payload = json.loads(base64.b64decode(message))["payload"]
         except (ValueError, KeyError, TypeError) as e:

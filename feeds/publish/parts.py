@@ -207,6 +207,11 @@ def _citation_lists(plan: Plan, store: Store, view: FeedView, out: Writer) -> No
 
     ids = store.all_ids() if view.id == ALL else store.topic_ids(view.id, view.count)
     paths = {fmt: plan.public / feed_path(view.id, fmt) for fmt in LISTS}
+    on_top = None if plan.full else _on_top(plan, store, ids, paths)
+    if on_top is not None:
+        for fmt, data in on_top.items():
+            out.write(paths[fmt], data)
+        return
     kept = {fmt: {} if plan.full else _entries(paths[fmt], fmt, plan.dirty["paper"])
             for fmt in LISTS}  # fmt: skip
     # Kept when both files hold the paper under one key (a file cut short holds fewer).
@@ -224,11 +229,60 @@ def _citation_lists(plan: Plan, store: Store, view: FeedView, out: Writer) -> No
             texts["ris"].append(ris[pid][1])
         elif pid in keys:
             c, bib_entry, ris_entry = plan.cited[pid]
-            plain = keys[pid] == cite.base_key(c)  # nearly always: a suffix where keys collide
-            texts["bibtex"].append(bib_entry if plain else cite.bibtex_entry(c, keys[pid]))
-            texts["ris"].append(ris_entry if plain else cite.ris_entry(c, keys[pid]))
+            if keys[pid] != c.key:  # a suffix, where keys collide in this file
+                bib_entry = cite.rekeyed("bibtex", bib_entry, keys[pid])
+                ris_entry = cite.rekeyed("ris", ris_entry, keys[pid])
+            texts["bibtex"].append(bib_entry)
+            texts["ris"].append(ris_entry)
     for fmt in LISTS:
         out.write(paths[fmt], "\n".join(texts[fmt]).encode())
+
+
+def _on_top(
+    plan: Plan, store: Store, ids: Sequence[str], paths: dict[str, Path]
+) -> dict[str, bytes] | None:
+    """Return a topic's BibTeX and RIS files when all that changed is new papers on top
+    (a new digest): their entries, then the files written last time, whole. None when the
+    files are not what the topic held before but for those papers (a changed paper in the
+    list, one gone, a file cut short): the entries are then taken apart (see
+    _citation_lists)."""
+    from feeds.publish import cite
+
+    dirty = plan.dirty["paper"]
+    n = 0
+    while n < len(ids) and ids[n] in dirty:
+        n += 1
+    new, rest = ids[:n], ids[n:]
+    if any(pid in dirty for pid in rest):
+        return None
+    before: dict[str, bytes] = {}
+    taken: list[str] | None = None
+    for fmt, path in paths.items():
+        try:
+            data = path.read_bytes()
+            listed = cite.listing(fmt, data.decode("utf-8"))
+        except (FileNotFoundError, UnicodeDecodeError):
+            return None
+        if listed is None or listed[0] != rest or (taken is not None and listed[1] != taken):
+            return None
+        before[fmt], taken = data, listed[1]
+    _cite(plan, store, new)
+    if any(pid not in plan.cited for pid in new):
+        return None
+    keys = cite.keys([plan.cited[pid][0] for pid in new], taken or ())
+    texts: dict[str, list[bytes]] = {fmt: [] for fmt in paths}
+    for pid, key in zip(new, keys, strict=True):
+        c, bib_entry, ris_entry = plan.cited[pid]
+        if key != c.key:
+            bib_entry, ris_entry = (
+                cite.rekeyed("bibtex", bib_entry, key),
+                cite.rekeyed("ris", ris_entry, key),
+            )
+        texts["bibtex"].append(bib_entry.encode())
+        texts["ris"].append(ris_entry.encode())
+    return {
+        fmt: b"\n".join([*texts[fmt], *([data] if data else [])]) for fmt, data in before.items()
+    }
 
 
 def _cite(plan: Plan, store: Store, paper_ids: Sequence[str]) -> None:
@@ -243,8 +297,7 @@ def _cite(plan: Plan, store: Store, paper_ids: Sequence[str]) -> None:
     for paper, seen in store.papers_seen(todo):
         pid = paper.paper_id
         c = cite.citation(paper, links[pid], seen, plan.site.url(paper_path(pid)))
-        key = cite.base_key(c)
-        plan.cited[pid] = (c, cite.bibtex_entry(c, key), cite.ris_entry(c, key))
+        plan.cited[pid] = (c, cite.bibtex_entry(c, c.key), cite.ris_entry(c, c.key))
 
 
 def _entries(path: Path, fmt: str, dirty: set[str]) -> dict[str, tuple[str, str]]:
