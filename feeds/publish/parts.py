@@ -79,6 +79,9 @@ Part = Topic | Pages
 CHANGED_LOOKUPS = 5000
 
 _TOPIC_WORK = 100  # a topic's files take about as long as a hundred paper pages
+# Papers whose citations a process keeps from topic to topic (Plan.cited): all of them at
+# ten thousand papers (a broad topic set lists a paper ~20 times), a topic's worth beyond.
+CITED_KEPT = 50_000
 
 
 def work(parts: Sequence[Part]) -> int:
@@ -207,6 +210,8 @@ def _citation_lists(plan: Plan, store: Store, view: FeedView, out: Writer) -> No
 
     ids = store.all_ids() if view.id == ALL else store.topic_ids(view.id, view.count)
     paths = {fmt: plan.public / feed_path(view.id, fmt) for fmt in LISTS}
+    if len(plan.cited) > CITED_KEPT:  # ~3 kB a paper: a million would hold GBs
+        plan.cited.clear()
     on_top = None if plan.full else _on_top(plan, store, ids, paths)
     if on_top is not None:
         for fmt, data in on_top.items():
