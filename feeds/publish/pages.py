@@ -211,10 +211,8 @@ def details_html(authors: Sequence[str], summary: str | None, abstract: str | No
     return out
 
 
-@lru_cache(maxsize=65536)
 def stored_details(authors: str, summary: str | None, abstract: str | None) -> str:
-    """Return details_html from the texts as the state keeps them (authors as JSON): a
-    paper is a row of each of its topics, and its lines are made once."""
+    """Return details_html from the texts as the state keeps them (authors as JSON)."""
     return details_html(json.loads(authors), summary, abstract)
 
 
@@ -233,17 +231,19 @@ def _reading_row(root: str, row: ListRow, links: tuple[Link, ...], details: str)
     Plain Python rather than a template loop: a full build writes one line per topic
     membership (millions), and this is several times faster than Jinja's per-item work.
     """
-    paper_id, title, title_zh, venue, entered, hits = row
-    out = f'<li><a href="{root}{paper_path(paper_id)}">{esc(title)}</a>'
+    return row_with(root, row, row_ends(row, links, details))
+
+
+def row_ends(row: ListRow, links: tuple[Link, ...], details: str) -> tuple[str, str]:
+    """Return what a paper's reading-list line holds before and after what its topic says
+    of it (when it was added and why it matched): the same in every topic that lists it,
+    made once (see row_with)."""
+    _paper_id, title, title_zh, _venue, _entered, _hits = row
+    head = f"{esc(title)}</a>"
     if title_zh:
-        out += f'<br><span lang="zh">{esc(title_zh)}</span>'
-    out += details
-    out += f'<br><span class="meta">added {entered[:10]}'  # stored as UTC ISO 8601: the day
-    if venue:
-        out += f" · {esc(venue)}"
-    if hits:
-        out += f" · matched: {_matched_html(hits)}"
-    out += "</span>"
+        head += f'<br><span lang="zh">{esc(title_zh)}</span>'
+    head += details
+    tail = "</span>"
     shown = [link for link in links if link.kind in _ROW_KINDS]
     if shown:
         said = []
@@ -251,11 +251,24 @@ def _reading_row(root: str, row: ListRow, links: tuple[Link, ...], details: str)
             href = safe_href(link)
             kind = esc(link.kind)
             said.append(f'<a href="{esc(href)}">{kind}</a>' if href else kind)
-        out += f'<br><span class="links">{" · ".join(said)}</span>'
+        tail += f'<br><span class="links">{" · ".join(said)}</span>'
         said = [f"{link.kind} {short_words(link)}" for link in shown if link.kind != "paper"]
         if said:
-            out += f'<span class="st"> — {esc(", ".join(said))}</span>'
-    return out + "</li>\n"
+            tail += f'<span class="st"> — {esc(", ".join(said))}</span>'
+    return head, tail + "</li>\n"
+
+
+def row_with(root: str, row: ListRow, ends: tuple[str, str]) -> str:
+    """Return a reading-list line from its paper's ends (see row_ends) and its topic's row."""
+    paper_id, _title, _title_zh, venue, entered, hits = row
+    # Entry dates are stored as UTC ISO 8601: the day.
+    out = f'<li><a href="{root}{paper_path(paper_id)}">{ends[0]}<br><span class="meta">added '
+    out += entered[:10]
+    if venue:
+        out += f" · {esc(venue)}"
+    if hits:
+        out += f" · matched: {_matched_html(hits)}"
+    return out + ends[1]
 
 
 # A reading-list row of a front page (topics/<id>.html), from the paper id to the end of

@@ -46,9 +46,12 @@ class Plan:
     # Each paper's citation and its BibTeX and RIS entries, made once per publish in each
     # process, whichever topics list the paper (filled as parts render; sent empty).
     cited: dict[str, Cited] = field(default_factory=dict, compare=False, repr=False)
+    # What each paper's reading-list line holds whatever its topic (pages.row_ends), made
+    # once per publish in each process (a paper is listed by every topic it is in).
+    rows: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False, repr=False)
 
     def __getstate__(self) -> dict[str, object]:
-        return {**self.__dict__, "cited": {}}  # the helper makes its own
+        return {**self.__dict__, "cited": {}, "rows": {}}  # the helper makes its own
 
 
 # A paper's citation, with its BibTeX and RIS entries under its base key.
@@ -82,6 +85,7 @@ _TOPIC_WORK = 100  # a topic's files take about as long as a hundred paper pages
 # Papers whose citations a process keeps from topic to topic (Plan.cited): all of them at
 # ten thousand papers (a broad topic set lists a paper ~20 times), a topic's worth beyond.
 CITED_KEPT = 50_000
+ROWS_KEPT = 100_000  # papers whose reading-list lines' ends a process keeps (~1 kB each)
 
 
 def work(parts: Sequence[Part]) -> int:
@@ -345,20 +349,29 @@ def _reading_list(plan: Plan, store: Store, view: FeedView, every: bool, out: Wr
     (all when `every`; else new ones, the one before them, and those holding a changed
     paper).
     Return how many archive pages were removed (the list got shorter)."""
-    from feeds.publish.pages import render_topic, stored_details
+    from feeds.publish.pages import render_topic, row_ends, row_with, stored_details
     from feeds.publish.view import archive_path, pages, topic_path
 
     public, size, dirty_papers = plan.public, plan.page_size, plan.dirty["paper"]
     front, archives = pages(view.count, size)
+    ends = plan.rows
 
     def page_of(rows: Sequence[ListRow | str], k: int = 0) -> bytes:
-        # Links, authors and summaries only for the rows to render (at most `size`).
-        ids = [row[0] for row in rows if not isinstance(row, str)]
-        links = store.links_of(ids)
-        details = {pid: stored_details(*texts) for pid, texts in store.row_texts(ids).items()}
-        pieces = render_topic(plan.site, view, rows, links, archives=archives, page=k,
-                              details=details)  # fmt: skip
-        return b"".join(pieces)
+        # Links, authors and summaries only for the rows to render (at most `size`), of
+        # papers no topic listed before in this publish.
+        todo = [row for row in rows if not isinstance(row, str) and row[0] not in ends]
+        if todo:
+            if len(ends) > ROWS_KEPT:
+                ends.clear()
+            ids = [row[0] for row in todo]
+            links, texts = store.links_of(ids), store.row_texts(ids)
+            for row in todo:
+                details = stored_details(*texts[row[0]]) if row[0] in texts else ""
+                ends[row[0]] = row_ends(row, links[row[0]], details)
+        root = "../../" if k else "../"
+        lines = [row if isinstance(row, str) else row_with(root, row, ends[row[0]])
+                 for row in rows]  # fmt: skip
+        return b"".join(render_topic(plan.site, view, lines, {}, archives=archives, page=k))
 
     # The front page's rows of papers that did not change are taken from the page written
     # last time: a new paper in a big topic renders one row, not the page's five hundred.
