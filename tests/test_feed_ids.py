@@ -193,11 +193,11 @@ def test_unchanged_entries_are_reused_from_the_files(
     known = set(_paper_ids(workspace.public).values())
     for path in NEW_DIGEST.glob("*.txt"):
         shutil.copy(path, workspace.inbox / path.name)
-    built: dict[tuple[str, str], list[str]] = {}
+    built: dict[str, list[str]] = {"rss": [], "atom": []}
     real_feedgen = render._feedgen
 
     def spy(site: Site, feed: FeedView, fmt: str, items: list[Item]) -> Any:
-        built[feed.id, fmt] = [i.paper.title for i in items]
+        built[fmt] += [i.paper.title for i in items]
         return real_feedgen(site, feed, fmt, items)
 
     monkeypatch.setattr(render, "_feedgen", spy)
@@ -219,11 +219,11 @@ def test_unchanged_entries_are_reused_from_the_files(
                 assert blocks[key] == before[name][fmt][key], (name, fmt, paper)
                 kept += 1
         assert kept > 0, name
-        # Only the new and the changed papers' RSS and Atom entries were built.
-        for fmt in ("rss", "atom"):
-            titles = {t for t, p in papers.items() if p in new | changed}
-            assert set(built[name, fmt]) <= titles, (name, fmt, built[name, fmt])
-            assert built[name, fmt], (name, fmt)
+    # Only the new and the changed papers' RSS and Atom entries were built, each once for
+    # all the feeds that carry it.
+    titles = {t for t, p in papers.items() if p in new | changed}
+    for fmt in ("rss", "atom"):
+        assert sorted(built[fmt]) == sorted(titles), (fmt, built[fmt])
 
 
 def _by_paper(feed: str, blocks: dict[str, bytes], papers: dict[str, str]) -> dict[str, str]:

@@ -38,9 +38,9 @@ def _items() -> list[Item]:
     return items
 
 
-def _view(items: list[Item]) -> FeedView:
+def _view(items: list[Item], feed: str = "t") -> FeedView:
     updated = items[0].entered if items else T0
-    return FeedView("t", "Topic & <title>", "About it", updated, tuple(items), 100)
+    return FeedView(feed, "Topic & <title>", "About it", updated, tuple(items), 100)
 
 
 def _render(fmt: str, view: FeedView, reuse: dict[str, bytes] | None = None) -> bytes:
@@ -75,6 +75,7 @@ def test_a_feed_made_only_of_reused_entries_equals_a_full_render(fmt: str) -> No
 def test_only_the_new_items_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
     items = _items()
     blocks = render.entry_blocks("rss", _render("rss", _view(items[2:40])))
+    monkeypatch.setattr(render, "_made", {"rss": {}, "atom": {}})  # none made in this process
     built: list[int] = []
     real = render._feedgen
     monkeypatch.setattr(
@@ -84,6 +85,25 @@ def test_only_the_new_items_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     render.render_feed(SITE, _view(items[:40]), "rss", blocks)
     assert built == [2]
+    render.render_feed(SITE, _view(items[:40], feed="other"), "rss")
+    assert built == [2, 38]  # in another feed: a paper's entry is made once, then its id put in
+
+
+def test_a_papers_entry_in_another_feed_is_that_feeds_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An entry made once for its paper, with another feed's id and hits put in, is the
+    # entry feedgen writes for that feed (hits with what XML and HTML escape).
+    items = _items()[:5]
+    other = [replace(i, matched=(Hit('<b>&amp; ]]> "x"', "title"),)) for i in items]
+    for fmt in ("rss", "atom"):
+        monkeypatch.setattr(render, "_made", {"rss": {}, "atom": {}})
+        render._entry.cache_clear()
+        first = _render(fmt, _view(items))
+        spliced = _render(fmt, _view(other, feed="other"))  # from the entries made for "t"
+        monkeypatch.setattr(render, "_made", {"rss": {}, "atom": {}})
+        render._entry.cache_clear()
+        assert _render(fmt, _view(other, feed="other")) == spliced
+        assert first != spliced
+        assert b"&amp;lt;b&amp;gt;&amp;amp;amp; ]]&amp;gt;" in spliced
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -427,6 +427,30 @@ def listing(fmt: str, document: str) -> tuple[list[str], list[str]] | None:
     return ids, keys
 
 
+def on_top(
+    documents: dict[str, bytes], rest: list[str], new: Sequence[tuple[Citation, str, str]]
+) -> dict[str, bytes] | None:
+    """Return a reading list's BibTeX and RIS files with the new papers' entries (their
+    citations and entries under their base keys, newest first) before the files written
+    last time, whole; None unless those files list `rest`, the topic's other papers, in
+    order and under the same keys (a file cut short, a paper gone: taken apart instead)."""
+    taken: list[str] | None = None
+    for fmt, data in documents.items():
+        try:
+            listed = listing(fmt, data.decode("utf-8"))
+        except UnicodeDecodeError:
+            return None
+        if listed is None or listed[0] != rest or (taken is not None and listed[1] != taken):
+            return None
+        taken = listed[1]
+    texts: dict[str, list[bytes]] = {"bibtex": [], "ris": []}
+    for (c, *entries), key in zip(new, keys([c for c, _b, _r in new], taken or ()), strict=True):
+        for fmt, entry in zip(("bibtex", "ris"), entries, strict=True):
+            texts[fmt].append((entry if key == c.key else rekeyed(fmt, entry, key)).encode())
+    return {fmt: b"\n".join([*texts[fmt], *([data] if data else [])])
+            for fmt, data in documents.items()}  # fmt: skip
+
+
 def rekeyed(fmt: str, entry: str, key: str) -> str:
     """Return an entry made by bibtex_entry or ris_entry under its citation's base key, with
     `key` instead: a paper whose key collides in one topic's file is listed under its base

@@ -251,47 +251,21 @@ def _on_top(
     plan: Plan, store: Store, ids: Sequence[str], paths: dict[str, Path]
 ) -> dict[str, bytes] | None:
     """Return a topic's BibTeX and RIS files when all that changed is new papers on top
-    (a new digest): their entries, then the files written last time, whole. None when the
-    files are not what the topic held before but for those papers (a changed paper in the
-    list, one gone, a file cut short): the entries are then taken apart (see
-    _citation_lists)."""
+    (a new digest; see cite.on_top), else None: the entries are then taken apart."""
     from feeds.publish import cite
 
     dirty = plan.dirty["paper"]
-    n = 0
-    while n < len(ids) and ids[n] in dirty:
-        n += 1
-    new, rest = ids[:n], ids[n:]
-    if any(pid in dirty for pid in rest):
+    n = next((i for i, pid in enumerate(ids) if pid not in dirty), len(ids))
+    if any(pid in dirty for pid in ids[n:]):
+        return None  # a changed paper further down: its entry is made again in place
+    try:
+        documents = {fmt: path.read_bytes() for fmt, path in paths.items()}
+    except FileNotFoundError:
         return None
-    before: dict[str, bytes] = {}
-    taken: list[str] | None = None
-    for fmt, path in paths.items():
-        try:
-            data = path.read_bytes()
-            listed = cite.listing(fmt, data.decode("utf-8"))
-        except (FileNotFoundError, UnicodeDecodeError):
-            return None
-        if listed is None or listed[0] != rest or (taken is not None and listed[1] != taken):
-            return None
-        before[fmt], taken = data, listed[1]
-    _cite(plan, store, new)
-    if any(pid not in plan.cited for pid in new):
+    _cite(plan, store, ids[:n])
+    if any(pid not in plan.cited for pid in ids[:n]):
         return None
-    keys = cite.keys([plan.cited[pid][0] for pid in new], taken or ())
-    texts: dict[str, list[bytes]] = {fmt: [] for fmt in paths}
-    for pid, key in zip(new, keys, strict=True):
-        c, bib_entry, ris_entry = plan.cited[pid]
-        if key != c.key:
-            bib_entry, ris_entry = (
-                cite.rekeyed("bibtex", bib_entry, key),
-                cite.rekeyed("ris", ris_entry, key),
-            )
-        texts["bibtex"].append(bib_entry.encode())
-        texts["ris"].append(ris_entry.encode())
-    return {
-        fmt: b"\n".join([*texts[fmt], *([data] if data else [])]) for fmt, data in before.items()
-    }
+    return cite.on_top(documents, list(ids[n:]), [plan.cited[pid] for pid in ids[:n]])
 
 
 def _cite(plan: Plan, store: Store, paper_ids: Sequence[str]) -> None:

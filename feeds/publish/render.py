@@ -20,7 +20,7 @@ from markupsafe import escape
 
 from feeds import __version__
 from feeds.match.hits import matched_text
-from feeds.model import Item, Link, Paper
+from feeds.model import Hit, Item, Link, Paper
 from feeds.publish.content import AI_LABEL, content_html
 from feeds.publish.formats import BY_NAME
 from feeds.publish.view import (
@@ -78,10 +78,11 @@ def feed_id(feed: FeedView) -> str:
 
 def item_html(item: Item) -> str:
     """Return the HTML body of a feed item: the paper (shared by all its feeds) + hits."""
-    body = _body_html(item.paper, item.links)
-    if item.matched:
-        body += f"\n<p>matched: {escape(clean_xml(matched_text(item.matched)))}</p>"
-    return body
+    return _body_html(item.paper, item.links) + _hits_html(item.matched)
+
+
+def _hits_html(hits: tuple[Hit, ...]) -> str:
+    return f"\n<p>matched: {escape(clean_xml(matched_text(hits)))}</p>" if hits else ""
 
 
 @lru_cache(maxsize=4096)
@@ -149,33 +150,73 @@ def render_feed(
 
     `reuse`: entry blocks (from entry_blocks) of items known to be unchanged since they
     were written; only the other items are built, and the document is the same bytes.
+
+    An item's entry is its paper's, made once for every feed that carries the paper (see
+    _made), with the feed's own id and why the paper matched put in.
     """
     reuse = reuse or {}
     keys = [_key(feed.id, item) for item in feed.items]
-    fresh = [
-        i for i, k in zip(feed.items, keys, strict=True) if isinstance(i, Item) and k not in reuse
-    ]
-    data = _feedgen(site, feed, fmt, fresh)
-    if len(fresh) == len(feed.items):
-        return data
-    # Splice: feedgen's head and tail around the entries, in the feed's order.
-    made = _spans(fmt, data)
-    if made:
-        head, tail = data[: made[0][0]], data[made[-1][1] :]
+    made = _made[fmt]
+    if len(made) > _ENTRIES:
+        made.clear()
+    todo: dict[_Shape, Item] = {}
+    for item, key in zip(feed.items, keys, strict=True):
+        if isinstance(item, Item) and key not in reuse:
+            shape = _shape(site, item)
+            if shape not in made:
+                todo.setdefault(shape, item)
+    data = _feedgen(site, feed, fmt, list(todo.values()))
+    spans = _spans(fmt, data)
+    if spans:
+        head, tail = data[: spans[0][0]], data[spans[-1][1] :]
     else:
         tail = _EMPTY_TAIL[fmt]
-        if not data.endswith(tail):  # not the layout assumed above: no splicing
-            items = [i for i in feed.items if not isinstance(i, Kept)]
-            if len(items) < len(feed.items):
-                raise ValueError("feed entries cannot be reused with this version of feedgen")
-            return _feedgen(site, feed, fmt, items)
+        if not data.endswith(tail):  # not the layout assumed here
+            raise ValueError("feed entries cannot be spliced with this version of feedgen")
         head = data[: -len(tail)]
-    new = iter(data[a:b] for a, b in made)
+    for shape, (a, b) in zip(todo, spans, strict=True):
+        made[shape] = data[a:b]
     body = [  # a Kept item's entry must be in reuse: a KeyError here is a caller's mistake
-        reuse[key] if isinstance(item, Kept) else reuse.get(key) or next(new)
+        reuse[key] if isinstance(item, Kept) else reuse.get(key) or _filled(made, site, key, item)
         for item, key in zip(feed.items, keys, strict=True)
     ]
     return head + b"".join(body) + tail
+
+
+# What an entry shows besides its id and hits: its paper, links and date in the feed (a
+# paper enters the feeds of a first build all at once).
+_Shape = tuple[Site, Paper, tuple[Link, ...], datetime]
+
+# A paper's entry, as feedgen writes it, with these in place of the item's id and of the
+# line that says why it matched: words no text can hold (new each run), so that a plain
+# replace puts the real ones in.
+_ID = f"urn:uuid:{uuid.uuid4()}"
+_HITS = f"paperfeeds{uuid.uuid4().hex}"
+_ID_BYTES, _HITS_BYTES = _ID.encode(), _HITS.encode()
+_made: dict[str, dict[_Shape, bytes]] = {"rss": {}, "atom": {}}
+
+
+def _shape(site: Site, item: Item) -> _Shape:
+    return site, item.paper, item.links, item.entered
+
+
+def _filled(made: dict[_Shape, bytes], site: Site, key: str, item: Item) -> bytes:
+    block = made[_shape(site, item)].replace(_ID_BYTES, key.encode())
+    return block.replace(_HITS_BYTES, _hits_xml(item.matched))
+
+
+@lru_cache(maxsize=4096)
+def _hits_xml(hits: tuple[Hit, ...]) -> bytes:
+    """Return the line of an item's content that says why it matched, as the feed's XML
+    holds it: escaped by lxml, which writes the rest of the entry (b"" without hits)."""
+    if not hits:
+        return b""
+    from lxml import etree
+
+    element = etree.Element("x")
+    element.text = _hits_html(hits)
+    xml: bytes = etree.tostring(element, encoding="utf-8")
+    return xml[len(b"<x>") : -len(b"</x>")]
 
 
 def _feedgen(site: Site, feed: FeedView, fmt: str, items: list[Item]) -> bytes:
@@ -206,36 +247,36 @@ def _feedgen(site: Site, feed: FeedView, fmt: str, items: list[Item]) -> bytes:
     fg.updated(feed.updated)  # feedgen would stamp now() otherwise
     fg.lastBuildDate(feed.updated)
     for item in items:
-        fg.add_entry(_entry(site, feed.id, item), order="append")  # the default prepends
+        fg.add_entry(_entry(*_shape(site, item)), order="append")  # the default prepends
     data: bytes = fg.rss_str(pretty=True) if fmt == "rss" else fg.atom_str(pretty=True)
     return data
 
 
-# Entries (~5 kB each with their strings) serve the two formats of one feed: an item's id is
-# the feed's own (a paper's body, the costly part, is shared by its feeds: _body_html).
-# 2,048 covers a long feed; 8,192 cost a full build 80 MB of memory (with _json_item's) and
-# saved nothing measurable.
+# Entries (~5 kB each with their strings) serve the two formats: built once for a paper's
+# RSS and Atom entries (a paper's body, the costly part, is shared by its feeds:
+# _body_html). 2,048 covers a long feed; 8,192 cost a full build 80 MB of memory (with
+# _json_item's) and saved nothing measurable.
 _ENTRIES = 2048
 
 
 @lru_cache(maxsize=_ENTRIES)
-def _entry(site: Site, feed: str, item: Item) -> FeedEntry:
-    """Return the entry of an item in a feed, built once for its RSS and Atom documents."""
+def _entry(site: Site, paper: Paper, links: tuple[Link, ...], entered: datetime) -> FeedEntry:
+    """Return a paper's entry, built once for its RSS and Atom entries in every feed, with
+    _ID for its id and _HITS where its content says why it matched."""
     from feedgen.entry import FeedEntry
 
     fe = FeedEntry()
-    key = item_id(feed, item.paper.paper_id)
-    fe.id(key)
-    fe.guid(key, permalink=False)
-    fe.title(clean_xml(item.paper.title) or item.paper.paper_id)
-    fe.link(href=best_link(site, item.paper, item.links))
-    fe.published(item.entered)
-    fe.updated(item.entered)
-    fe.content(item_html(item), type="html")
+    fe.id(_ID)
+    fe.guid(_ID, permalink=False)
+    fe.title(clean_xml(paper.title) or paper.paper_id)
+    fe.link(href=best_link(site, paper, links))
+    fe.published(entered)
+    fe.updated(entered)
+    fe.content(_body_html(paper, links) + _HITS, type="html")
     # summary(), not description(): feedgen's description() overwrites Atom's content.
     # Readers take RSS <description> as HTML, so the plain text is escaped as HTML.
-    fe.summary(html.escape(_plain_summary(item), quote=False), type="html")
-    authors = [clean_xml(a) or "?" for a in item.paper.authors]
+    fe.summary(html.escape(_plain_summary(paper), quote=False), type="html")
+    authors = [clean_xml(a) or "?" for a in paper.authors]
     if authors:
         # One <author> each in Atom. feedgen's author() adds to those set before (feedparser
         # keeps them all in entry.authors; its entry.author is the last <author> alone).
@@ -244,13 +285,21 @@ def _entry(site: Site, feed: str, item: Item) -> FeedEntry:
         # names go in dc:creator. One element with every name, as arXiv's own RSS has it:
         # readers keep one author per item, and of several dc:creator elements newsboat
         # and feedparser's entry.author keep the last alone.
-        fe.load_extension("dc", atom=False)
+        # Registered by class: load_extension first tries to import a module feedgen does
+        # not have (feedgen.ext.dc_entry), a search of the import path for every entry.
+        fe.register_extension("dc", _dc_entry(), atom=False)
         fe.dc.dc_creator(", ".join(authors))
     return fe
 
 
-def _plain_summary(item: Item) -> str:
-    p = item.paper
+@lru_cache(maxsize=1)
+def _dc_entry() -> Any:
+    from feedgen.ext.dc import DcEntryExtension
+
+    return DcEntryExtension
+
+
+def _plain_summary(p: Paper) -> str:
     said = f"{AI_LABEL}: {p.summary}" if p.summary else p.abstract or ""
     parts = [p.title_zh or "", ", ".join(p.authors), said]
     return clean_xml(" — ".join(x for x in parts if x)) or clean_xml(p.title) or p.paper_id
@@ -300,7 +349,7 @@ def _json_item(site: Site, feed: str, item: Item) -> bytes:
         "url": best_link(site, p, item.links),
         "title": p.title,
         "content_html": item_html(item),
-        "summary": _plain_summary(item),
+        "summary": _plain_summary(p),
         "date_published": _rfc3339(item.entered),
         "authors": [{"name": a} for a in p.authors],
         "_paperfeeds": {
