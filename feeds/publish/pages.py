@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jinja2
 from markupsafe import Markup, escape
@@ -33,6 +34,9 @@ from feeds.publish.view import (
 )
 from feeds.state.records import ListRow
 from feeds.words import first_authors
+
+if TYPE_CHECKING:
+    from feeds.publish.cite import Citation
 
 ASSETS_DIR = Path(__file__).parent / "assets"
 
@@ -319,14 +323,18 @@ def _about(view: PaperView) -> str:
     return f'<p class="meta">{" · ".join(said)}.</p>\n'
 
 
-def render_paper(site: Site, view: PaperView) -> bytes:
+def render_paper(site: Site, view: PaperView, cited: tuple[Citation, str] | None = None) -> bytes:
     """Return a paper's page (papers/<id>.html), with its citation for reference managers:
-    the Highwire tags in its head and its BibTeX entry to copy."""
+    the Highwire tags in its head and its BibTeX entry to copy. `cited`: its citation and
+    BibTeX entry, when made already (its topics' reading lists list it too)."""
     from feeds.publish import cite
 
     p = view.paper
     start, middle, before_main, tail = _frame(site, "../")
-    c = cite.citation(p, view.links, view.first_seen, site.url(paper_path(p.paper_id)))
+    if cited is None:
+        c = cite.citation(p, view.links, view.first_seen, site.url(paper_path(p.paper_id)))
+        cited = c, cite.bibtex_entry(c, c.key)
+    c, bibtex = cited
     main = f"<article>\n<h1>{esc(p.title)}</h1>\n{content_html(p, view.links)}\n"
     if not any(link.kind == "code" for link in view.links):
         searches = look_elsewhere(p.title)
@@ -341,7 +349,7 @@ def render_paper(site: Site, view: PaperView) -> bytes:
                 main += f" — matched: {_matched_html(hits)}"
             main += "</li>\n"
         main += "</ul>"
-    main += _cite_html(cite.bibtex_entry(c, cite.base_key(c)), view.topics)
+    main += _cite_html(bibtex, view.topics)
     main += "</article>\n"
     title = esc(f"{p.title} · {site.title}")
     return f"{start}{title}{middle}{cite.meta_tags(c)}{before_main}{main}{tail}".encode()

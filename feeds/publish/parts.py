@@ -453,12 +453,23 @@ def _all_papers(plan: Plan, store: Store, view: FeedView, every: bool, out: Writ
 
 
 def _pages(plan: Plan, store: Store, out: Writer, part: Pages) -> None:
+    from feeds.publish import cite
     from feeds.publish.pages import render_paper
     from feeds.publish.view import paper_path
 
+    if len(plan.cited) > CITED_KEPT:
+        plan.cited.clear()
     for view in _paper_views(store, part, plan.titles):
-        page = render_paper(plan.site, view)
-        out.write(plan.public / paper_path(view.paper.paper_id), page)
+        # Its citation and entries are made once, for its page and its topics' lists.
+        p = view.paper
+        cited = plan.cited.get(p.paper_id)
+        if cited is None:
+            url = plan.site.url(paper_path(p.paper_id))
+            c = cite.citation(p, view.links, view.first_seen, url)
+            cited = plan.cited[p.paper_id] = (c, cite.bibtex_entry(c, c.key),
+                                              cite.ris_entry(c, c.key))  # fmt: skip
+        page = render_paper(plan.site, view, cited[:2])
+        out.write(plan.public / paper_path(p.paper_id), page)
 
 
 def _paper_views(store: Store, part: Pages, titles: dict[str, str]) -> Iterator[PaperView]:
