@@ -59,22 +59,22 @@ def shared(
     state: Path | str,
     job: Job[P, R],
     parts: Sequence[P],
-    work: int,
+    weight: Callable[[P], int],
     here: Callable[[P], R],
     begin: Callable[[P], None],
 ) -> Iterator[R]:
     """Do the parts and yield what each gives (in the order they are done): with a helper
-    when the job's `work` is worth one and the machine has a second core, else here
-    alone. `here` does a part in this process; `begin` is told of each part as it is
-    started here or sent to the helper."""
-    helper = _start(state, job) if _worth_helping(work) else None
+    when their work (each part's `weight`, see HELP_FROM) is worth one and the machine has
+    a second core, else here alone. `here` does a part in this process; `begin` is told of
+    each part as it is started here or sent to the helper."""
+    helper = _start(state, job) if _worth_helping(sum(map(weight, parts))) else None
     if helper is None:
         for part in parts:
             begin(part)
             yield here(part)
         return
     with helper:
-        yield from share(parts, here, begin, helper)
+        yield from share(parts, here, begin, helper, weight)
 
 
 def _worth_helping(work: int) -> bool:
@@ -198,6 +198,7 @@ def share(
     here: Callable[[P], R],
     begin: Callable[[P], None],
     helper: Helper[P, R],
+    weight: Callable[[P], int] = lambda _part: 1,
 ) -> Iterator[R]:
     """Do the parts, this process from the first on and the helper from the last back,
     until they meet: whichever is faster does more. Yield what each part gives, as it is
@@ -205,14 +206,23 @@ def share(
     here."""
     front, back = 0, len(parts)
     sent: deque[P] = deque()
+    owed = 0  # the weight of the parts sent and not answered yet
     helping = True
     while front < back or sent:
-        # Two parts sent at a time: the helper starts the next as soon as it is done.
-        while helping and len(sent) < 2 and front < back:
+        # Two parts sent at a time, so that the helper starts the next as soon as it is
+        # done; and more before this process takes a part heavier than what the helper has
+        # (a topic of a quarter of a million papers would leave it waiting for minutes),
+        # but never the part this process takes next.
+        while (
+            helping
+            and front < back
+            and (len(sent) < 2 or (front < back - 1 and owed < weight(parts[front])))
+        ):
             back -= 1
             begin(parts[back])
             helper.send(parts[back])
             sent.append(parts[back])
+            owed += weight(parts[back])
         if sent and (helper.ready() or front == back):
             try:
                 result = helper.answer()
@@ -221,7 +231,7 @@ def share(
                 while sent:
                     yield here(sent.popleft())
             else:
-                sent.popleft()
+                owed -= weight(sent.popleft())
                 yield result
         elif front < back:
             begin(parts[front])

@@ -287,3 +287,35 @@ def test_the_helper_does_not_import_from_the_current_folder(
     _release(config)
     run(config, now=lambda: T0)
     assert len(answered) == len(handed) > 0
+
+
+class _Recorded:
+    """A stand-in helper for share(): it answers every part at once, and records them."""
+
+    def __init__(self) -> None:
+        self.parts: list[int] = []
+        self.waiting: list[int] = []
+
+    def send(self, part: int) -> None:
+        self.parts.append(part)
+        self.waiting.append(part)
+
+    def ready(self) -> bool:
+        return False  # busy until this process has nothing else to do
+
+    def answer(self) -> int:
+        return -self.waiting.pop(0)
+
+
+def test_a_heavy_part_here_has_the_helper_sent_the_rest_first() -> None:
+    # A topic of a quarter of a million papers taken here would leave the helper waiting
+    # for minutes with two small parts: it is sent the others first (not the heavy one).
+    heavy = {0: 1000}
+    fake = _Recorded()
+    done = list(helper.share(list(range(6)), lambda p: p, lambda _p: None, fake,  # type: ignore[arg-type]
+                             lambda p: heavy.get(p, 1)))  # fmt: skip
+    assert fake.parts == [5, 4, 3, 2, 1]
+    assert sorted(abs(x) for x in done) == list(range(6))
+    fake = _Recorded()
+    list(helper.share(list(range(6)), lambda p: p, lambda _p: None, fake))  # type: ignore[arg-type]
+    assert fake.parts == [5, 4]  # light parts: two at a time, the rest done here

@@ -49,7 +49,7 @@ def matched(store: Store, job: Matching, progress: Progress) -> Iterator[PaperMa
     def here(part: SeqRange) -> Matched:
         return job.run(store, part)
 
-    for matched in shared(store.path, job, parts, total, here, begin):
+    for matched in shared(store.path, job, parts, lambda part: part.papers, here, begin):
         yield from matched
 
 

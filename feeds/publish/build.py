@@ -216,7 +216,7 @@ def _publish(
         feed_view,
         page_parts,
         render_part,
-        work,
+        weight,
     )
     from feeds.publish.view import Site
 
@@ -266,7 +266,7 @@ def _publish(
             return render_part(plan, store, out, part), 0, 0  # `out` counts what it writes
 
         job = Publishing(plan)
-        for cleared, written, unchanged in shared(store.path, job, parts, work(parts), here, begin):
+        for cleared, written, unchanged in shared(store.path, job, parts, weight, here, begin):
             removed += cleared
             helped[0] += written
             helped[1] += unchanged

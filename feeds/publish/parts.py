@@ -88,9 +88,10 @@ CITED_KEPT = 50_000
 ROWS_KEPT = 100_000  # papers whose reading-list lines' ends a process keeps (~1 kB each)
 
 
-def work(parts: Sequence[Part]) -> int:
-    """How much work the parts are, in paper pages (see feeds.parallel.HELP_FROM)."""
-    return sum(p.count if isinstance(p, Pages) else _TOPIC_WORK for p in parts)
+def weight(part: Part) -> int:
+    """How much work a part is, in paper pages (see feeds.parallel.HELP_FROM): a topic's
+    feeds, and a tenth of a page for each paper its reading lists list."""
+    return part.count if isinstance(part, Pages) else _TOPIC_WORK + part.view.count // 10
 
 
 @dataclass(frozen=True)
