@@ -122,8 +122,9 @@ def _whole_gzip(path: Path) -> bool:
     return inflate.eof
 
 
-def _seal(folder: Path, name: str, runtime: bool) -> None:
+def _seal(folder: Path, name: str, runtime: bool, written: dict[str, int]) -> None:
     """Check that Pagefind's output in folder is whole, then mark it complete (last).
+    `written`: the files written from Pagefind's answer, and their sizes.
 
     Raise SearchError when it is not: a file cut short or empty, the index its entry file
     names missing, or (`runtime`, the primary) the runtime missing."""
@@ -139,10 +140,13 @@ def _seal(folder: Path, name: str, runtime: bool) -> None:
     for rel in wanted:
         if not files.get(rel):
             problem = problem or f"{rel} is missing"
-    for rel in files:
+    for rel, size in files.items():
         if problem:
             break
-        if rel.endswith(_GZIP) and not _whole_gzip(folder / rel):
+        # A file written here from Pagefind's answer is whole if it has the size written
+        # (a write that fails raises): compared, not read back; any other is read through.
+        whole = size == written[rel] if rel in written else _whole_gzip(folder / rel)
+        if rel.endswith(_GZIP) and not whole:
             problem = f"{rel} is cut short"
     if problem:
         raise SearchError(f"search index {name}: {problem} (a full disk?)")
@@ -268,11 +272,11 @@ class _Answers:
 
 def index_records(exe: Path, records: Sequence[tuple[str, bytes]], out: Path, staging: Path,
                   what: str, keep: Callable[[str], bool],
-                  running: set[Any] | None = None) -> None:  # fmt: skip
+                  running: set[Any] | None = None) -> dict[str, int]:  # fmt: skip
     """Have Pagefind index the records (URL, HTML), each in the language its <html lang>
     names (an index per language); write the files of its index that `keep` (given their
-    path) into the folder out, while Pagefind still runs (as when it writes them itself).
-    Its process is in `running` while it runs.
+    path) into the folder out, while Pagefind still runs (as when it writes them itself);
+    return their sizes by path. Its process is in `running` while it runs.
 
     Raise SearchError when it fails, stops or says something went wrong."""
     from feeds.parallel import ends_with_this_process
@@ -321,7 +325,7 @@ def index_records(exe: Path, records: Sequence[tuple[str, bytes]], out: Path, st
                 proc.kill()
                 code = proc.wait()
                 raise SearchError(f"{what}: Pagefind failed (exit {code}): {said}".rstrip(": "))
-            _write(out, answer.get("files") or [], keep)
+            written = _write(out, answer.get("files") or [], keep)
         finally:
             timer.cancel()
             if sender is not None:
@@ -339,12 +343,17 @@ def index_records(exe: Path, records: Sequence[tuple[str, bytes]], out: Path, st
     if code != 0:
         said = _tail(staging / "pagefind.log")
         raise SearchError(f"{what}: Pagefind failed (exit {code}): {said}".rstrip(": "))
+    return written
 
 
-def _write(out: Path, files: Iterable[dict[str, str]], keep: Callable[[str], bool]) -> None:
-    """Write Pagefind's files (path, base64 content) that `keep` into the folder out."""
+def _write(
+    out: Path, files: Iterable[dict[str, str]], keep: Callable[[str], bool]
+) -> dict[str, int]:
+    """Write Pagefind's files (path, base64 content) that `keep` into the folder out;
+    return their sizes by path."""
     out.mkdir(parents=True, exist_ok=True)
     made = {out}
+    written: dict[str, int] = {}
     for file in files:
         rel = file["path"].lstrip("/")
         if not keep(rel) or ".." in rel.split("/"):
@@ -354,8 +363,12 @@ def _write(out: Path, files: Iterable[dict[str, str]], keep: Callable[[str], boo
             path.parent.mkdir(parents=True, exist_ok=True)
             made.add(path.parent)
         data = base64.b64decode(file["content"])
+        if rel == "pagefind-entry.json":
+            data = _in_order(data)
         with open(path, "wb") as f:
-            f.write(_in_order(data) if rel == "pagefind-entry.json" else data)
+            f.write(data)
+        written[rel] = len(data)
+    return written
 
 
 def _in_order(entry: bytes) -> bytes:
@@ -420,10 +433,10 @@ class Builder:
                 return top in keep or top.endswith((".pf_meta", ".pagefind"))
 
             what = f"search index {name}"
-            index_records(self.exe, records, build, staging, what, kept, self.running)
+            written = index_records(self.exe, records, build, staging, what, kept, self.running)
             if tsv is not None:
                 (build / "records.tsv").write_text(tsv, "utf-8")
-            _seal(build, name, runtime=RUNTIME[0] in keep)
+            _seal(build, name, RUNTIME[0] in keep, written)
             if complete(final, deep=True):  # the same records indexed before: that one stays
                 shutil.rmtree(build)
             elif final.exists():  # the same records, incomplete: replaced, never merged
