@@ -113,7 +113,7 @@ def pagefind_floor(store: Store) -> float:
     for first, end in search.shard_ranges(store.paper_count()):
         shards.append([(f"/papers/{page.paper.paper_id}.html", record)
                        for page in store.paper_pages(seqs=(first, end))
-                       for record in search.paper_records(page)])  # fmt: skip
+                       for record in search.paper_records(page.paper)])  # fmt: skip
 
     def index(records: list[tuple[str, bytes]]) -> None:
         with temp.TemporaryDirectory() as staging:

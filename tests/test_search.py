@@ -58,7 +58,7 @@ def _page(paper: Paper = PAPER, links: tuple[Link, ...] = ()) -> PaperPage:
 
 
 def test_a_paper_has_an_english_and_a_chinese_record_escaped() -> None:
-    english, chinese = (record.decode() for record in paper_records(_page()))
+    english, chinese = (record.decode() for record in paper_records(_page().paper))
     assert english.startswith('<!DOCTYPE html><html lang="en">')
     assert chinese.startswith('<!DOCTYPE html><html lang="zh">')
     for record in (english, chinese):
@@ -86,22 +86,22 @@ def test_a_paper_has_an_english_and_a_chinese_record_escaped() -> None:
 
 def test_a_paper_without_chinese_text_has_an_english_record_alone() -> None:
     plain = replace(PAPER, title_zh=None, summary=None, institutions=(Institution("KAIST"),))
-    (english,) = paper_records(_page(plain))
+    (english,) = paper_records(_page(plain).paper)
     assert english.decode().endswith("</div><p>We draft, then verify.</p></body></html>")
     # No abstract nor summary: its title is the body (Pagefind skips an empty page).
-    (bare,) = paper_records(_page(replace(plain, abstract=None)))
+    (bare,) = paper_records(_page(replace(plain, abstract=None)).paper)
     assert bare.decode().endswith(
         "</div><p>Fast &amp; &lt;b&gt;Bold&lt;/b&gt; &#34;Attention&#34;</p></body></html>"
     )
 
 
 def test_only_what_is_searched_changes_a_record() -> None:
-    before = paper_fingerprint(_page())
+    before = paper_fingerprint(_page().paper)
     linked = (Link("https://github.com/o/r", "code", status="dead"),)
-    assert paper_fingerprint(_page(links=linked)) == before  # link checks: no
+    assert paper_fingerprint(_page(links=linked).paper) == before  # link checks: no
     changed = replace(PAPER, abstract="We draft, then verify, faster.")
-    assert paper_fingerprint(_page(changed)) != before
-    assert paper_fingerprint(_page(replace(PAPER, summary="另一种方法"))) != before
+    assert paper_fingerprint(_page(changed).paper) != before
+    assert paper_fingerprint(_page(replace(PAPER, summary="另一种方法")).paper) != before
 
 
 # --- the index kept up to date, with the real Pagefind --------------------------------------

@@ -56,8 +56,8 @@ from feeds.publish.pagefind import (
 )
 
 if TYPE_CHECKING:
+    from feeds.model import Paper
     from feeds.state import Store
-    from feeds.state.records import PaperPage
 
 FORMAT = 2  # of the records and the layout: another format indexes everything again
 BIG = 5000  # papers in a shard of the history; ~2 s and ~400 MB of Pagefind's to index
@@ -91,7 +91,7 @@ def shard_ranges(count: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def paper_records(page: PaperPage) -> tuple[bytes, ...]:
+def paper_records(p: Paper) -> tuple[bytes, ...]:
     """Return what Pagefind indexes of a paper, as small HTML pages: its English record and,
     when it has Chinese text, its Chinese one.
 
@@ -103,7 +103,6 @@ def paper_records(page: PaperPage) -> tuple[bytes, ...]:
     in the body only. The title, the Chinese title, the authors and the venue are metadata,
     shown with a result and searched (Pagefind 1.5 searches metadata), never quoted as its
     line; so are, in English, the institutions, arXiv id and categories."""
-    p = page.paper
     shown = [("title", p.title), ("zh", p.title_zh), ("authors", ", ".join(p.authors)),
              ("venue", p.venue)]  # fmt: skip
     more = [*(i.name for i in p.institutions), p.arxiv_id, *p.categories]
@@ -135,9 +134,9 @@ def _record(language: str, meta: Sequence[tuple[str, str | None]], body: Sequenc
     return html.encode("utf-8")
 
 
-def paper_fingerprint(page: PaperPage) -> str:
+def paper_fingerprint(paper: Paper) -> str:
     """Return what tells whether a paper's records changed since they were indexed."""
-    return fingerprint(b"".join(paper_records(page)))
+    return fingerprint(b"".join(paper_records(paper)))
 
 
 def fingerprint(record: bytes) -> str:
@@ -172,8 +171,9 @@ def _languages(folder: Path) -> list[str]:
     return sorted(entry.get("languages") or ())
 
 
-def _pages(store: Store, first: int, end: int) -> Iterator[PaperPage]:
-    return store.paper_pages(seqs=(first, end))
+def _papers(store: Store, first: int, end: int) -> Iterator[Paper]:
+    # The papers alone: a record holds nothing of their links and topics.
+    return (paper for _seq, paper in store.papers_between(first, end, unmatched_only=False))
 
 
 def _stale_shards(
@@ -186,8 +186,8 @@ def _stale_shards(
     if changed is None:
         for (first, end), folder in kept.items():
             indexed = _records_of(root / folder)
-            for page in _pages(store, first, end):
-                if indexed.get(page.paper.paper_id) != paper_fingerprint(page):
+            for paper in _papers(store, first, end):
+                if indexed.get(paper.paper_id) != paper_fingerprint(paper):
                     stale.add((first, end))
                     break
         return stale
@@ -201,7 +201,7 @@ def _stale_shards(
     for shard, ids in by_shard.items():
         indexed = _records_of(root / kept[shard])
         for page in store.paper_pages(ids):
-            if indexed.get(page.paper.paper_id) != paper_fingerprint(page):
+            if indexed.get(page.paper.paper_id) != paper_fingerprint(page.paper):
                 stale.add(shard)
                 break
     return stale
@@ -352,13 +352,13 @@ class Update:
             for n, (first, end) in enumerate(todo, 1):
                 self.said.put(f"search index: papers {first:,}–{end - 1:,} ({n} of {len(todo)})")
                 records, lines = [], []
-                for page in _pages(store, first, end):
+                for paper in _papers(store, first, end):
                     # Pagefind keeps one record of a URL: the Chinese one's is marked
                     # (search.js links the page).
-                    url = f"/papers/{page.paper.paper_id}.html"
-                    paper = paper_records(page)
-                    records += zip((url, f"{url}#zh"), paper, strict=False)
-                    lines.append(f"{page.paper.paper_id}\t{fingerprint(b''.join(paper))}\n")
+                    url = f"/papers/{paper.paper_id}.html"
+                    made = paper_records(paper)
+                    records += zip((url, f"{url}#zh"), made, strict=False)
+                    lines.append(f"{paper.paper_id}\t{fingerprint(b''.join(made))}\n")
                 tsv = "".join(lines)
                 name = f"p/{first}-{end - 1}-{_tag(FORMAT, version, first, end, tsv)}"
                 futures[first, end] = builder.submit(name, records, INDEX_FILES, tsv)
