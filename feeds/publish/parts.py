@@ -324,28 +324,14 @@ def _reading_list(plan: Plan, store: Store, view: FeedView, every: bool, out: Wr
     (all when `every`; else new ones, the one before them, and those holding a changed
     paper).
     Return how many archive pages were removed (the list got shorter)."""
-    from feeds.publish.pages import render_topic, row_ends, row_with, stored_details
+    from feeds.publish.pages import render_topic
     from feeds.publish.view import archive_path, pages, topic_path
 
     public, size, dirty_papers = plan.public, plan.page_size, plan.dirty["paper"]
     front, archives = pages(view.count, size)
-    ends = plan.rows
 
     def page_of(rows: Sequence[ListRow | str], k: int = 0) -> bytes:
-        # Links, authors and summaries only for the rows to render (at most `size`), of
-        # papers no topic listed before in this publish.
-        todo = [row for row in rows if not isinstance(row, str) and row[0] not in ends]
-        if todo:
-            if len(ends) > ROWS_KEPT:
-                ends.clear()
-            ids = [row[0] for row in todo]
-            links, texts = store.links_of(ids), store.row_texts(ids)
-            for row in todo:
-                details = stored_details(*texts[row[0]]) if row[0] in texts else ""
-                ends[row[0]] = row_ends(row, links[row[0]], details)
-        root = "../../" if k else "../"
-        lines = [row if isinstance(row, str) else row_with(root, row, ends[row[0]])
-                 for row in rows]  # fmt: skip
+        lines = _lines(plan, store, rows, k)
         return b"".join(render_topic(plan.site, view, lines, {}, archives=archives, page=k))
 
     # The front page's rows of papers that did not change are taken from the page written
@@ -393,6 +379,27 @@ def _reading_list(plan: Plan, store: Store, view: FeedView, every: bool, out: Wr
     return remove_parts_after(folder, there, archives, plan.made.get(view.id, 0))
 
 
+def _lines(plan: Plan, store: Store, rows: Sequence[ListRow | str], page: int) -> list[str]:
+    """Return the lines of a reading list's page (`page` 0: the front page) for its rows;
+    a row given as a string is its line already. A paper's line but for what its topic
+    says of it is made once per publish (Plan.rows): links, authors and summaries are read
+    only for papers no list had before."""
+    from feeds.publish.pages import row_ends, row_with, stored_details
+
+    ends = plan.rows
+    todo = [row for row in rows if not isinstance(row, str) and row[0] not in ends]
+    if todo:
+        if len(ends) > ROWS_KEPT:
+            ends.clear()
+        ids = [row[0] for row in todo]
+        links, texts = store.links_of(ids), store.row_texts(ids)
+        for row in todo:
+            details = stored_details(*texts[row[0]]) if row[0] in texts else ""
+            ends[row[0]] = row_ends(row, links[row[0]], details)
+    root = "../../" if page else "../"
+    return [row if isinstance(row, str) else row_with(root, row, ends[row[0]]) for row in rows]
+
+
 def remove_parts_after(folder: Path, there: set[str], archives: int, made: int | None) -> int:
     """Remove the archive parts in `folder` (named in `there`) past the last, `archives`,
     that our publishes wrote (1..`made`; None: all there, in a state of an earlier version,
@@ -415,26 +422,17 @@ def _all_papers(plan: Plan, store: Store, view: FeedView, every: bool, out: Writ
     cut by arrival order (seq) every ALL_PAGE_SIZE papers, so that a part never changes
     when papers arrive. Written again: the front page, new parts and the one before them,
     and (unless `every`) the parts holding a changed paper. Return the parts removed."""
-    from feeds.publish.pages import details_html, render_topic
+    from feeds.publish.pages import render_topic
     from feeds.publish.paths import ALL_PAGE_SIZE
     from feeds.publish.view import archive_path, pages, topic_path
-    from feeds.state.records import ListRow
 
     size = ALL_PAGE_SIZE
     _front, archives = pages(view.count, size)
 
     def page_of(first: int, end: int, k: int = 0) -> bytes:
-        # Papers of seqs [first, end), newest first (digest order among equals: the sort
-        # is stable, and they come in arrival order).
-        got = sorted(store.paper_pages(seqs=(first, end)), key=lambda p: p.first_seen, reverse=True)
-        rows = [ListRow(p.paper.paper_id, p.paper.title, p.paper.title_zh, p.paper.venue,
-                        p.first_seen.isoformat(), ()) for p in got]  # fmt: skip
-        links = {p.paper.paper_id: p.links for p in got}
-        details = {p.paper.paper_id: details_html(p.paper.authors, p.paper.summary,
-                                                  p.paper.abstract) for p in got}  # fmt: skip
-        pieces = render_topic(plan.site, view, rows, links, archives=archives, page=k,
-                              details=details)  # fmt: skip
-        return b"".join(pieces)
+        # Papers of seqs [first, end), newest first (see Store.rows_between).
+        lines = _lines(plan, store, store.rows_between(first, end), k)
+        return b"".join(render_topic(plan.site, view, lines, {}, archives=archives, page=k))
 
     out.write(plan.public / topic_path(ALL), page_of(archives * size + 1, view.count + 1))
     folder = plan.public / "topics" / ALL

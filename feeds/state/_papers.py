@@ -16,7 +16,7 @@ from feeds.state._touch import TOUCH
 
 if TYPE_CHECKING:
     from feeds.model import Hit, Paper
-    from feeds.state.records import PaperPage, SeqRange, Stored
+    from feeds.state.records import ListRow, PaperPage, SeqRange, Stored
 
 _INSERT_PAPER = (
     "INSERT INTO papers (seq, paper_id, title, title_zh, authors, institutions, summary,"
@@ -315,6 +315,22 @@ class PapersMixin(LinksMixin, MembersMixin):
             )
             found.update((str(pid), int(seq)) for pid, seq in rows)
         return found
+
+    def rows_between(self, first: int, end: int) -> list[ListRow]:
+        """Return the all-papers list's rows of the papers whose arrival order (seq) is in
+        [first, end), newest first (digest order among equals), each entered when the
+        paper was first seen."""
+        from feeds.state.records import ListRow
+
+        rows = self.db.execute(
+            "SELECT paper_id, title, title_zh, venue, first_seen FROM papers"
+            " WHERE seq >= ? AND seq < ? ORDER BY seq",
+            (first, end),
+        )
+        got = [(parse_ts(seen), pid, title, zh, venue) for pid, title, zh, venue, seen in rows]
+        got.sort(key=lambda row: row[0], reverse=True)  # stable: arrival order among equals
+        return [ListRow(pid, title, zh, venue, seen.isoformat(), ())
+                for seen, pid, title, zh, venue in got]  # fmt: skip
 
     def row_texts(self, paper_ids: Iterable[str]) -> dict[str, tuple[str, str | None, str | None]]:
         """Return what a reading-list row shows of each paper beyond its ListRow: its
