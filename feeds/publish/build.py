@@ -295,8 +295,12 @@ def _publish(
             removed += remove_parts_after(folder, set(os.listdir(folder)), 0, _made(owned, gone))
             with contextlib.suppress(OSError):  # not empty: the user's files stay
                 folder.rmdir()
-    searched = _search(searching)
     written = out.written + helped[0]
+    if written:  # the feeds and pages go to disk while the search index is finished
+        import threading
+
+        threading.Thread(target=os.sync, name="feeds-sync", daemon=True).start()
+    searched = _search(searching)
     if written or removed or searched.shards or searched.topics:
         os.sync()  # one sync for the whole run instead of an fsync per file
     with store.transaction():  # only now: a publish that died is done again next time
