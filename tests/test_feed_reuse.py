@@ -14,11 +14,12 @@ import pytest
 
 from feeds.model import Hit, Item, Link
 from feeds.pipeline import run
-from feeds.publish import pages, render
+from feeds.publish import pages, parts, render
 from feeds.publish.view import FeedView, Site
 from feeds.sources.digest import parse
+from feeds.state import Store
 from feeds.state.records import ListRow
-from tests.conftest import project_config
+from tests.conftest import Workspace, project_config
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = Site(title="Lab <papers> & co", base_url="https://example.org/p/")
@@ -186,3 +187,34 @@ def test_incremental_runs_publish_what_a_fresh_publish_writes(tmp_path: Path) ->
     for name, data in fresh.items():
         if name.endswith(".xml"):
             assert not feedparser.parse(data).bozo, name
+
+
+def test_what_a_publish_keeps_of_each_paper_may_be_let_go_anywhere(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A publish keeps each paper's citation, reading-list line and feed entry for the next
+    # topic that lists it, up to a bound (a million papers would not fit), and lets them go
+    # when it is passed: in the middle of a page or a feed, nothing may be missing. With
+    # bounds of two papers, the lists let go of them over and over: the same bytes.
+    config = workspace.config()
+    run(config, now=lambda: T0)
+    files = [p for p in workspace.public.rglob("*") if p.is_file() and "search" not in p.parts]
+    before = {p: p.read_bytes() for p in files}
+    monkeypatch.setattr(parts, "CITED_KEPT", 2)
+    monkeypatch.setattr(parts, "ROWS_KEPT", 2)
+    monkeypatch.setattr(render, "_ENTRIES", 2)
+    monkeypatch.setattr(render, "_made", {"rss": {}, "atom": {}})
+    run(config, now=lambda: T0, repair=True)  # everything rendered again
+    assert {p: p.read_bytes() for p in files} == before
+    # A page whose papers are some kept, some not, when the bound is passed (a full
+    # build lists every paper first, so only a long history meets it).
+    store = Store(config.settings.state, T0)
+    biggest = max(store.member_counts().items(), key=lambda kv: kv[1])[0]
+    rows = list(store.topic_rows(biggest, 6))
+    assert len(rows) == 6
+    plan = parts.Plan(workspace.public, SITE, True, {}, None, T0, {}, {}, 50)
+    fresh = parts._lines(plan, store, rows, 0)
+    plan.rows.clear()
+    parts._lines(plan, store, rows[:3], 0)  # three kept: past the bound of two
+    assert parts._lines(plan, store, rows, 0) == fresh
+    store.close()

@@ -387,10 +387,10 @@ def _lines(plan: Plan, store: Store, rows: Sequence[ListRow | str], page: int) -
     from feeds.publish.pages import row_ends, row_with, stored_details
 
     ends = plan.rows
+    if len(ends) > ROWS_KEPT:  # before looking: this page's rows are all kept until it is done
+        ends.clear()
     todo = [row for row in rows if not isinstance(row, str) and row[0] not in ends]
     if todo:
-        if len(ends) > ROWS_KEPT:
-            ends.clear()
         ids = [row[0] for row in todo]
         links, texts = store.links_of(ids), store.row_texts(ids)
         for row in todo:
