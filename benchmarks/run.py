@@ -90,7 +90,9 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def feeds_run(work: Path, *, measured: bool = True, replaced: Path | None = None) -> Ran:
+def feeds_run(
+    work: Path, *, measured: bool = True, replaced: Path | None = None, args: tuple[str, ...] = ()
+) -> Ran:
     """Run `feeds run` in a child process. `measured` runs it through benchmarks/child.py,
     which reports what it spent; otherwise the child is the plain command (for start-up
     timings) and only the wall time is known. A measured run lists the files it put in
@@ -103,7 +105,7 @@ def feeds_run(work: Path, *, measured: bool = True, replaced: Path | None = None
         cmd = [sys.executable, str(ROOT / "benchmarks" / "child.py")]
     else:
         cmd = [sys.executable, "-m", "feeds"]
-    cmd += ["run", "--offline", "--quiet", "--json", "--inbox", "inbox"]
+    cmd += ["run", "--offline", "--quiet", "--json", "--inbox", "inbox", *args]
     cpu = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -316,10 +318,10 @@ class Naive:
     pagefind_cpu: float  # of which Pagefind's
 
 
-def naive_build(work: Path) -> Naive:
-    """Run the naive build with search (naive.py) in a child process into work/naive."""
+def naive_build(work: Path, out: str = "naive") -> Naive:
+    """Run the naive build with search (naive.py) in a child process into work/out."""
     cmd = [sys.executable, str(ROOT / "benchmarks" / "naive.py")]
-    cmd += ["inbox", "config/subscriptions.yaml", "naive"]
+    cmd += ["inbox", "config/subscriptions.yaml", out]
     cpu = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
@@ -333,17 +335,29 @@ def naive_build(work: Path) -> Naive:
 
 
 def full_phase(
-    work: Path, inbox: Path, floors: dict[str, float], *, new_papers: int, naive: bool
-) -> None:
+    work: Path, inbox: Path, floors: dict[str, float], *, new_papers: int, naive: bool,
+    rounds: int = 1,
+) -> None:  # fmt: skip
     """Time a full build, new digests and no-op runs. `floors`: the floors of the build's
     steps measured before (what, seconds for all the papers), added up as its floor.
-    `naive`: time the naive build with search first, as the build's baseline."""
+    `naive`: time the naive build with search first, as the build's baseline. `rounds`:
+    how many times the naive build and the full build are timed, one after the other (each
+    into folders of its own): the ratio is of their medians. The last round's build is the
+    one described, and the one the new digests go into."""
     # As an installed package would be: compiled once (this environment may not write
     # bytecode itself, and compiling on every start is not what a user pays).
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "feeds")], check=True)
+    pairs: list[tuple[Naive | None, Ran]] = []
+    for r in range(1, rounds):  # each into folders of its own, removed after all timings
+        earlier = naive_build(work, f"naive-{r}") if naive else None
+        state = f"round-{r}/state.sqlite3"
+        pairs.append(
+            (earlier, feeds_run(work, args=("--public", f"round-{r}/public", "--state", state)))
+        )
     baseline = naive_build(work) if naive else None
     began = time.time()  # the files' modification times say when each was in place
     built = feeds_run(work)
+    pairs.append((baseline, built))
     wall, peak, writing, waited = built.wall, built.peak, built.writing, built.waited
     public = work / "public"
     feeds_at = max(p.stat().st_mtime for p in (public / "feeds").iterdir()) - began
@@ -380,6 +394,18 @@ def full_phase(
         print(f"  processor time outside Pagefind against the naive's: x{ratio:.2f}"
               f" ({outside:.1f}s against {naive_outside:.1f}s; the naive's Pagefind "
               f"{baseline.pagefind_cpu:.1f}s, all of it {baseline.cpu:.1f}s)")  # fmt: skip
+    if baseline is not None and rounds > 1:
+        naives = [n.wall for n, _b in pairs if n is not None]
+        builds = [b.wall for _n, b in pairs]
+        outs = [b.cpu - b.pagefind_cpu for _n, b in pairs]
+        naive_outs = [n.cpu - n.pagefind_cpu for n, _b in pairs if n is not None]
+        print(f"  {rounds} rounds, each the naive build then feeds run: naive "
+              f"{', '.join(f'{x:.1f}' for x in naives)} s; feeds run "
+              f"{', '.join(f'{x:.1f}' for x in builds)} s")  # fmt: skip
+        print(f"  medians: the first build against the naive build with search "
+              f"x{statistics.median(naives) / statistics.median(builds):.2f}; processor "
+              f"time outside Pagefind against the naive's "
+              f"x{statistics.median(outs) / statistics.median(naive_outs):.2f}")  # fmt: skip
 
     # incremental and no-op. One new digest after another, each run timed: a single run
     # cannot tell a tenth apart on a shared machine, whose speed drifts within minutes.
@@ -434,6 +460,9 @@ def full_phase(
     shutil.rmtree(work / "fs-floor")
     shutil.rmtree(work / "rewrite-floor")
     shutil.rmtree(work / "naive", ignore_errors=True)
+    for r in range(1, rounds):
+        shutil.rmtree(work / f"naive-{r}", ignore_errors=True)
+        shutil.rmtree(work / f"round-{r}", ignore_errors=True)
 
 
 def _wall(cmd: list[str]) -> float:
@@ -455,6 +484,11 @@ def main() -> None:
         "--no-naive", action="store_true", help="skip the naive build with search (baseline)"
     )
     ap.add_argument("--keep", type=Path, help="work folder to keep (default: a temp folder)")
+    ap.add_argument(
+        "--rounds", type=int, default=3,
+        help="times the naive build and the full build are timed, one after the other "
+        "(the ratio of their medians is printed; default 3)",
+    )  # fmt: skip
     ap.add_argument(
         "--broad",
         action="store_true",
@@ -528,7 +562,8 @@ def main() -> None:
     del papers
 
     if "full" in phases:
-        full_phase(work, inbox, floors, new_papers=args.new_papers, naive=not args.no_naive)
+        full_phase(work, inbox, floors, new_papers=args.new_papers, naive=not args.no_naive,
+                   rounds=max(1, args.rounds))  # fmt: skip
     if not args.keep:
         shutil.rmtree(work)
 
