@@ -90,8 +90,10 @@ ROWS_KEPT = 100_000  # papers whose reading-list lines' ends a process keeps (~1
 
 def weight(part: Part) -> int:
     """How much work a part is, in paper pages (see feeds.parallel.HELP_FROM): a topic's
-    feeds, and a tenth of a page for each paper its reading lists list."""
-    return part.count if isinstance(part, Pages) else _TOPIC_WORK + part.view.count // 10
+    feeds, and half a page for each paper its reading lists list (a line in each of its
+    pages, an entry in its BibTeX and RIS files, the paper's citation when no topic made it
+    before: the all-papers list of a million took minutes)."""
+    return part.count if isinstance(part, Pages) else _TOPIC_WORK + part.view.count // 2
 
 
 @dataclass(frozen=True)
