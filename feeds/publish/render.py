@@ -167,6 +167,8 @@ def render_feed(
                 todo.setdefault(shape, item)
     data = _feedgen(site, feed, fmt, list(todo.values()))
     spans = _spans(fmt, data)
+    if len(spans) != len(todo):  # not the layout assumed here (see _MARKS)
+        raise ValueError("feed entries cannot be spliced with this version of feedgen")
     if spans:
         head, tail = data[: spans[0][0]], data[spans[-1][1] :]
     else:
