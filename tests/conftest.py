@@ -164,6 +164,16 @@ def new_workspace(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], W
     return lambda name: make_workspace(tmp_path_factory.mktemp(name))
 
 
+def serve(ws: Workspace, settings: Path) -> subprocess.Popen[str]:
+    """Start `feeds serve` on the workspace's public/ with these settings (its address is
+    the settings' base_url); the caller stops it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "feeds", "serve", "--public", str(ws.public),
+         "--settings", str(settings)],
+        cwd=ws.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
 def run_feeds(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """Run `python -m feeds ARGS` in cwd and return the finished process (never raises)."""
     return subprocess.run(

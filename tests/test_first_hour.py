@@ -22,7 +22,7 @@ from feeds.config import Settings
 from feeds.pipeline import run
 from feeds.schedule import crontab, next_times
 from feeds.words import shorten
-from tests.conftest import ROOT, Workspace
+from tests.conftest import ROOT, Workspace, serve
 
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
 Cli = Callable[..., CompletedProcess[str]]
@@ -261,11 +261,7 @@ def test_serve_listens_where_a_local_base_url_points(workspace: Workspace) -> No
         port = probe.getsockname()[1]
     settings.write_text(f"site:\n  base_url: http://localhost:{port}/\n")
     run(workspace.config(settings=settings), now=lambda: T0)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "feeds", "serve", "--public", str(workspace.public),
-         "--settings", str(settings)],
-        cwd=workspace.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = serve(workspace, settings)
     try:
         assert proc.stdout is not None
         assert f"at http://localhost:{port}/" in proc.stdout.readline()

@@ -33,7 +33,7 @@ from feeds.errors import ConfigError
 from feeds.pipeline import run
 from feeds.settings import LinkSettings, Settings
 from feeds.state import place_shown
-from tests.conftest import ROOT, Workspace
+from tests.conftest import ROOT, Workspace, serve
 from tests.linkserver import LinkServer, _Handler, send
 from tests.test_bucket import KEY, SECRET, Seaweed, seaweed  # noqa: F401 (seaweed: a fixture)
 
@@ -721,11 +721,7 @@ def test_serve_with_a_base_url_on_port_0_serves_on_a_free_port(workspace: Worksp
     run(workspace.config(), now=lambda: T0)
     settings = workspace.root / "config" / "settings.yaml"
     settings.write_text("site:\n  base_url: http://localhost:0/\n", "utf-8")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "feeds", "serve", "--public", str(workspace.public),
-         "--settings", str(settings)],
-        cwd=workspace.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = serve(workspace, settings)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
