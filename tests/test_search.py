@@ -312,3 +312,36 @@ def test_records_reach_pagefind_in_memory(
     run(workspace.config(), now=lambda: T0)
     assert len(_indexed(workspace)) == 3
     assert list(temp.iterdir()) == []  # its working folders removed, no record staged
+
+
+def test_a_record_that_cannot_be_made_stops_its_pagefind_and_is_raised(
+    workspace: Workspace, small_shards, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Records are made as Pagefind reads them, on its sender's thread: an error there
+    # must end that Pagefind (not leave it waiting for the rest) and reach the caller.
+    run(workspace.config(), now=lambda: T0)
+    import shutil
+
+    root = workspace.public / "search"
+    shutil.rmtree(root)
+    made = 0
+
+    def records(paper: Paper) -> tuple[bytes, ...]:
+        nonlocal made
+        made += 1
+        if made == 27:  # in the second shard, after some of its records were sent
+            raise RuntimeError("a record that cannot be made")
+        return paper_records(paper)
+
+    monkeypatch.setattr(search, "paper_records", records)
+    store = Store(workspace.state, T0)
+    try:
+        update = search.Update(workspace.public, store, [("topics/all.html", "All", "")], None)
+        with pytest.raises(RuntimeError, match="cannot be made"):
+            update.finish()
+    finally:
+        store.close()
+    assert update.builder is not None
+    assert not update.builder.running  # its Pagefind ended
+    assert not (root / "index.json").exists()
+    assert not list(root.glob(".build-*"))

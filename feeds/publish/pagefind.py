@@ -27,10 +27,11 @@ import subprocess
 import tempfile
 import threading
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from feeds.errors import FeedsError
 
@@ -228,20 +229,38 @@ def _message(number: int, payload: dict[str, Any]) -> bytes:
     return base64.b64encode(data.encode("utf-8")) + b","
 
 
-def _send(stdin: IO[bytes], records: Iterable[tuple[str, bytes]], index: int) -> None:
+def _send(stdin: IO[bytes], records: Iterable[tuple[str, bytes]], index: int,
+          failed: list[BaseException]) -> None:  # fmt: skip
     """Write the records (URL, HTML) and the request for the index's files to Pagefind's
-    input; a Pagefind that ended early is told by its output, not here."""
+    input, each record as it is made; a Pagefind that ended early is told by its output,
+    not here. A record that cannot be made goes into `failed`, and Pagefind's input is
+    closed: it ends, and index_records raises that error."""
     try:
         for n, (url, html) in enumerate(records, 2):
             add = {"type": "AddFile", "index_id": index, "url": url, "file_path": None,
                    "file_contents": html.decode("utf-8")}  # fmt: skip
-            stdin.write(_message(n, add))
-        # Its files come back in the answer: Pagefind's own WriteFiles answers before the
-        # files are all written, and its service ends at once when its input does.
-        stdin.write(_message(0, {"type": "GetFiles", "index_id": index}))
-        stdin.flush()
-    except (OSError, ValueError):  # a closed pipe: Pagefind ended, or was stopped
-        pass
+            if not _put(stdin, _message(n, add)):
+                return
+    except Exception as e:  # noqa: BLE001 - raised again by index_records, on its thread
+        failed.append(e)
+        with contextlib.suppress(OSError, ValueError):
+            stdin.close()
+        return
+    # Its files come back in the answer: Pagefind's own WriteFiles answers before the
+    # files are all written, and its service ends at once when its input does.
+    _put(stdin, _message(0, {"type": "GetFiles", "index_id": index}), flush=True)
+
+
+def _put(stdin: IO[bytes], message: bytes, flush: bool = False) -> bool:
+    """Write a message to Pagefind's input; False when it is closed (Pagefind ended, or
+    was stopped)."""
+    try:
+        stdin.write(message)
+        if flush:
+            stdin.flush()
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 class _Answers:
@@ -270,13 +289,14 @@ class _Answers:
         return payload if isinstance(payload, dict) else {}
 
 
-def index_records(exe: Path, records: Sequence[tuple[str, bytes]], out: Path, staging: Path,
+def index_records(exe: Path, records: Iterable[tuple[str, bytes]], out: Path, staging: Path,
                   what: str, keep: Callable[[str], bool],
                   running: set[Any] | None = None) -> dict[str, int]:  # fmt: skip
-    """Have Pagefind index the records (URL, HTML), each in the language its <html lang>
-    names (an index per language); write the files of its index that `keep` (given their
-    path) into the folder out, while Pagefind still runs (as when it writes them itself);
-    return their sizes by path. Its process is in `running` while it runs.
+    """Have Pagefind index the records (URL, HTML), sent as they are made, each in the
+    language its <html lang> names (an index per language); write the files of its index
+    that `keep` (given their path) into the folder out, while Pagefind still runs (as when
+    it writes them itself); return their sizes by path. Its process is in `running` while
+    it runs.
 
     Raise SearchError when it fails, stops or says something went wrong."""
     from feeds.parallel import ends_with_this_process
@@ -303,6 +323,7 @@ def index_records(exe: Path, records: Sequence[tuple[str, bytes]], out: Path, st
         timer = threading.Timer(TIMEOUT, proc.kill)
         timer.start()
         sender: threading.Thread | None = None
+        failed: list[BaseException] = []  # the error of a record that could not be made
         try:
             answers = _Answers(proc.stdout)
             config: dict[str, str] = {}  # no force_language: a record's <html lang> says
@@ -315,12 +336,18 @@ def index_records(exe: Path, records: Sequence[tuple[str, bytes]], out: Path, st
             if answer is not None and answer.get("type") == "NewIndex":
                 index = int(answer["index_id"])
                 sender = threading.Thread(target=_send, daemon=True,
-                                          args=(proc.stdin, records, index))  # fmt: skip
+                                          args=(proc.stdin, records, index, failed))  # fmt: skip
                 sender.start()
                 while (answer := answers.next()) is not None:
                     if answer.get("type") in ("GetFiles", "Error"):
                         break
             if answer is None or answer.get("type") != "GetFiles":
+                if sender is not None:
+                    sender.join(timeout=5)
+                if failed:
+                    proc.kill()
+                    proc.wait()
+                    raise failed[0]
                 said = (answer or {}).get("message") or _tail(staging / "pagefind.log")
                 proc.kill()
                 code = proc.wait()
@@ -411,6 +438,33 @@ def _tail(log: Path) -> str:
         return ""
 
 
+class Records(Protocol):
+    """The records (URL, HTML) of one folder of the index. They may be made while Pagefind
+    reads them, so that it starts on the first at once; the folder's name and its
+    records.tsv (None: it has none) are asked for once every record was read."""
+
+    def __iter__(self) -> Iterator[tuple[str, bytes]]: ...
+    def name(self) -> str: ...
+    def tsv(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Made:
+    """Records made beforehand, for the folder `folder` (see Records)."""
+
+    folder: str
+    records: Sequence[tuple[str, bytes]]
+
+    def __iter__(self) -> Iterator[tuple[str, bytes]]:
+        return iter(self.records)
+
+    def name(self) -> str:
+        return self.folder
+
+    def tsv(self) -> None:
+        return None
+
+
 class Builder:
     """Runs Pagefind over records, two at a time (it works on about one core), each into a
     folder of its own beside the final ones, then moves it into place whole."""
@@ -424,37 +478,37 @@ class Builder:
         self.running: set[subprocess.Popen[bytes]] = set()
         self.stopped = False
 
-    def submit(self, name: str, records: Sequence[tuple[str, bytes]], keep: Sequence[str],
-               tsv: str | None) -> Future[str]:  # fmt: skip
-        """Index records (URL, HTML) into root/name; return the future of `name`. Waits
-        while two others are being indexed (memory stays bounded)."""
+    def submit(self, key: str, records: Records, keep: Sequence[str]) -> Future[str]:
+        """Index records into root/<their name>; return the future of that name. `key`
+        names the folder until then (in the messages, and its build folder). Waits while
+        two others are being indexed (memory stays bounded)."""
         while sum(not f.done() for f in self.pending) >= self.workers:
             next(f for f in self.pending if not f.done()).exception()  # waits for it
         if self.stopped:
-            raise SearchError(f"search index {name}: stopped")
-        future = self.pool.submit(self._index, name, records, keep, tsv)
+            raise SearchError(f"search index {key}: stopped")
+        future = self.pool.submit(self._index, key, records, keep)
         self.pending.append(future)
         return future
 
-    def _index(self, name: str, records: Sequence[tuple[str, bytes]], keep: Sequence[str],
-               tsv: str | None) -> str:  # fmt: skip
-        final = self.root / name
-        build = self.root / f".build-{os.getpid()}-{name.replace('/', '-')}"
-        old = self.root / f".build-{os.getpid()}-old-{name.replace('/', '-')}"
+    def _index(self, key: str, records: Records, keep: Sequence[str]) -> str:
+        build = self.root / f".build-{os.getpid()}-{key.replace('/', '-')}"
+        old = self.root / f".build-{os.getpid()}-old-{key.replace('/', '-')}"
         staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{os.getpid()}-"))
         try:
             shutil.rmtree(build, ignore_errors=True)
             shutil.rmtree(old, ignore_errors=True)
             if self.stopped:
-                raise SearchError(f"search index {name}: stopped")
+                raise SearchError(f"search index {key}: stopped")
 
             # Not Pagefind's UI files: search.js draws the results.
             def kept(rel: str) -> bool:
                 top = rel.split("/", 1)[0]
                 return top in keep or top.endswith((".pf_meta", ".pagefind"))
 
-            what = f"search index {name}"
+            what = f"search index {key}"
             written = index_records(self.exe, records, build, staging, what, kept, self.running)
+            name, tsv = records.name(), records.tsv()  # every record was made and read
+            final = self.root / name
             if tsv is not None:
                 (build / "records.tsv").write_text(tsv, "utf-8")
             _seal(build, name, RUNTIME[0] in keep, written)

@@ -20,9 +20,10 @@ is trusted only with its `.complete.json`, written last, once every file Pagefin
 was read back whole (a full disk may cut them short while Pagefind says all went well),
 and only while its files are still the ones listed there: any other is indexed again.
 
-The index is built beside the publishing (see Update), after the run has ingested and
-matched: Pagefind gets the records in memory, in child processes that end with the run and
-work in temp folders named with its process id (see feeds.publish.pagefind).
+The index is built beside the matching and publishing (see Update), begun once the run has
+stored its papers: Pagefind gets the records in memory, each as it is made, in child
+processes that end with the run and work in temp folders named with its process id (see
+feeds.publish.pagefind).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from feeds.publish.pagefind import (
     NOT_FOUND,
     RUNTIME,
     Builder,
+    Made,
     SearchError,
     complete,
     pagefind_binary,
@@ -207,6 +209,43 @@ def _stale_shards(
     return stale
 
 
+class _Shard:
+    """The records of the papers of seqs first..end-1 (see pagefind.Records), read and made
+    as Pagefind reads them, on its sender's thread and a connection of their own: Pagefind
+    starts on the first paper while the others are read."""
+
+    def __init__(self, state: Path | str, first: int, end: int, version: str) -> None:
+        self.state, self.first, self.end, self.version = state, first, end, version
+        self.lines: list[str] | None = None  # records.tsv's, once every record was made
+
+    def __iter__(self) -> Iterator[tuple[str, bytes]]:
+        from feeds.state import Store
+
+        self.lines = None
+        lines = []
+        store = Store.reader(self.state)
+        try:
+            for paper in _papers(store, self.first, self.end):
+                # Pagefind keeps one record of a URL: the Chinese one's is marked (search.js
+                # links the page).
+                url = f"/papers/{paper.paper_id}.html"
+                made = paper_records(paper)
+                lines.append(f"{paper.paper_id}\t{fingerprint(b''.join(made))}\n")
+                yield from zip((url, f"{url}#zh"), made, strict=False)
+        finally:
+            store.close()
+        self.lines = lines
+
+    def tsv(self) -> str:
+        if self.lines is None:  # a bug: asked before every record was made
+            raise RuntimeError(f"records.tsv of papers {self.first}- asked for too soon")
+        return "".join(self.lines)
+
+    def name(self) -> str:
+        tag = _tag(FORMAT, self.version, self.first, self.end, self.tsv())
+        return f"p/{self.first}-{self.end - 1}-{tag}"
+
+
 class Update:
     """An update of public/search/, begun beside the publishing and finished after it.
 
@@ -348,21 +387,13 @@ class Update:
             if not whole:
                 self.said.put("search index: topics")
                 records = [(f"/{path}", record) for path, record in topic_records.items()]
-                topics_done = builder.submit(primary, records, (*INDEX_FILES, *RUNTIME), None)
+                topics_done = builder.submit(primary, Made(primary, records),
+                                             (*INDEX_FILES, *RUNTIME))  # fmt: skip
             for n, (first, end) in enumerate(todo, 1):
                 self.said.put(f"search index: papers {first:,}–{end - 1:,} ({n} of {len(todo)})")
-                records, lines = [], []
-                for paper in _papers(store, first, end):
-                    # Pagefind keeps one record of a URL: the Chinese one's is marked
-                    # (search.js links the page).
-                    url = f"/papers/{paper.paper_id}.html"
-                    made = paper_records(paper)
-                    records += zip((url, f"{url}#zh"), made, strict=False)
-                    lines.append(f"{paper.paper_id}\t{fingerprint(b''.join(made))}\n")
-                tsv = "".join(lines)
-                name = f"p/{first}-{end - 1}-{_tag(FORMAT, version, first, end, tsv)}"
-                futures[first, end] = builder.submit(name, records, INDEX_FILES, tsv)
-                papers += len(lines)
+                made = _Shard(store.path, first, end, version)
+                futures[first, end] = builder.submit(f"p/{first}-{end - 1}", made, INDEX_FILES)
+                papers += end - first
             if not whole:
                 topics_done.result()
             for shard, future in futures.items():
