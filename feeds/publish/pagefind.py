@@ -1,4 +1,4 @@
-"""Pagefind's side of the search index: its binary, its runs, and the folders it writes.
+"""Pagefind's side of the search index: its binary, its runs, and the files it writes.
 
 Records go to Pagefind in memory, through its service mode (`pagefind --service`, the
 protocol its own Python API speaks: base64 JSON messages ended by commas on stdin and
@@ -8,11 +8,8 @@ API is not used: it waits a tenth of a second per answer (500 s for 5,000 record
 they are sent all at once) and needs asyncio.
 
 Each process runs in a temp folder named with the run's process id (its working folder
-and its log): a run that finds the folder of a run no longer alive (killed with SIGKILL)
-removes it, and the `.build-*` folders of one. A folder of the index is trusted only with
-its `.complete.json`, written last, once every file of it was read back whole (a full disk
-may cut them short while all seemed to go well), and only while its files are still the
-ones listed there.
+and its log); each folder of the index is built beside the final one, sealed, then moved
+into place whole (see feeds.publish.sealed).
 """
 
 from __future__ import annotations
@@ -26,14 +23,13 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from feeds.errors import FeedsError
+from feeds.publish.sealed import RUNTIME, STAGING, SearchError, complete, seal
 
 TIMEOUT = 1800.0  # seconds one Pagefind run may take before it is given up
 NOT_FOUND = (
@@ -43,17 +39,7 @@ NOT_FOUND = (
 )
 # What a shard keeps of Pagefind's output: its index alone (the runtime is the primary's).
 INDEX_FILES = ("pagefind-entry.json", "index", "fragment", "filter")
-RUNTIME = ("pagefind.js", "pagefind-worker.js")
-COMPLETE = ".complete.json"  # in a folder written whole: each of its files and its size
-_STAGING = "paperfeeds-search-"  # + the run's process id + "-": a temp folder of a run
-_GZIP = (".pf_meta", ".pf_index", ".pf_fragment", ".pf_filter", ".pagefind")
 NICE = 5  # Pagefind yields the cores to the rendering of feeds and pages it runs beside
-
-
-class SearchError(FeedsError):
-    """The search index could not be brought up to date (Pagefind failed or was stopped).
-
-    The site is published all the same; the index stays as it was, whole."""
 
 
 def pagefind_binary() -> Path | None:
@@ -95,133 +81,6 @@ def run_pagefind(cmd: list[str], what: str) -> str:
         said = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise SearchError(f"{what}: Pagefind failed (exit {done.returncode}): {' '.join(said)}")
     return done.stdout
-
-
-def files_of(folder: Path) -> dict[str, int]:
-    """Return every file under folder (its completion mark aside): size by relative path."""
-    found: dict[str, int] = {}
-    for top, _dirs, names in os.walk(folder):
-        rel = os.path.relpath(top, folder)
-        for name in names:
-            if rel != "." or name != COMPLETE:
-                size = os.stat(os.path.join(top, name)).st_size
-                found[name if rel == "." else f"{rel}/{name}"] = size
-    return found
-
-
-def _whole_gzip(path: Path) -> bool:
-    """Return True when a gzip file decompresses to its end (a file cut short does not)."""
-    inflate = zlib.decompressobj(31)
-    try:
-        with path.open("rb") as f:
-            while chunk := f.read(1 << 20):
-                inflate.decompress(chunk, 1 << 24)  # what it inflates to is not kept
-                while inflate.unconsumed_tail:
-                    inflate.decompress(inflate.unconsumed_tail, 1 << 24)
-    except (OSError, zlib.error):
-        return False
-    return inflate.eof
-
-
-def _seal(folder: Path, name: str, runtime: bool, written: dict[str, int]) -> None:
-    """Check that Pagefind's output in folder is whole, then mark it complete (last).
-    `written`: the files written from Pagefind's answer, and their sizes.
-
-    Raise SearchError when it is not: a file cut short or empty, the index its entry file
-    names missing, or (`runtime`, the primary) the runtime missing."""
-    files = files_of(folder)
-    problem = ""
-    try:
-        entry = json.loads((folder / "pagefind-entry.json").read_bytes())
-        wanted = [f"pagefind.{lang['hash']}.pf_meta" for lang in entry["languages"].values()]
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        problem = "pagefind-entry.json is missing or cut short"
-        wanted = []
-    wanted += list(RUNTIME) if runtime else []
-    for rel in wanted:
-        if not files.get(rel):
-            problem = problem or f"{rel} is missing"
-    for rel, size in files.items():
-        if problem:
-            break
-        # A file written here from Pagefind's answer is whole if it has the size written
-        # (a write that fails raises): compared, not read back; any other is read through.
-        whole = size == written[rel] if rel in written else _whole_gzip(folder / rel)
-        if rel.endswith(_GZIP) and not whole:
-            problem = f"{rel} is cut short"
-    if problem:
-        raise SearchError(f"search index {name}: {problem} (a full disk?)")
-    (folder / COMPLETE).write_text(json.dumps(files, sort_keys=True), "utf-8")
-
-
-def complete(folder: Path, deep: bool) -> bool:
-    """Return True when folder was sealed and still holds the files it was sealed with, of
-    the same sizes: every file when `deep`, else those at its top level (what a browser
-    loads first: the entry, the metadata, the runtime), a few stats whatever its size."""
-    try:
-        sealed = json.loads((folder / COMPLETE).read_bytes())
-        if deep:
-            return isinstance(sealed, dict) and sealed == files_of(folder)
-        with os.scandir(folder) as entries:
-            top = {e.name: e.stat().st_size for e in entries if e.is_file()}
-    except (OSError, ValueError):
-        return False
-    top.pop(COMPLETE, None)
-    if not isinstance(sealed, dict):
-        return False
-    return top == {rel: size for rel, size in sealed.items() if "/" not in rel}
-
-
-def _alive(pid: int) -> bool:
-    """Return True while a process of that id runs (a zombie has ended)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc: alive as far as we can tell
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
-
-
-def _pid_in(name: str, prefix: str) -> int | None:
-    """Return the process id in `<prefix><pid>-...`, or None."""
-    pid, dash, _rest = name.removeprefix(prefix).partition("-")
-    return int(pid) if dash and pid.isdigit() else None
-
-
-def _listed(folder: Path, prefix: str) -> list[str]:
-    try:
-        with os.scandir(folder) as entries:
-            return [e.name for e in entries if e.name.startswith(prefix)]
-    except OSError:
-        return []
-
-
-def remove_leftovers(root: Path, now: float) -> None:
-    """Remove what runs that died left: their staging folders in the temp folder (which
-    other projects' runs share: only those of a process no longer alive, or, named
-    without one by an earlier version, untouched for a day) and the `.build-*` folders
-    in root, public/search (any but this process's: the caller holds the state's lock)."""
-    temp = Path(tempfile.gettempdir())
-    for name in _listed(temp, _STAGING):
-        pid = _pid_in(name, _STAGING)
-        if pid is None:
-            try:
-                dead = now - (temp / name).stat().st_mtime > 86400
-            except OSError:
-                continue
-        else:
-            dead = not _alive(pid)
-        if dead:
-            shutil.rmtree(temp / name, ignore_errors=True)
-    for name in _listed(root, ".build-"):
-        pid = _pid_in(name, ".build-")  # none: not one of ours, whatever it holds
-        if pid is not None and pid != os.getpid():
-            shutil.rmtree(root / name, ignore_errors=True)
 
 
 def _message(number: int, payload: dict[str, Any]) -> bytes:
@@ -493,7 +352,7 @@ class Builder:
     def _index(self, key: str, records: Records, keep: Sequence[str]) -> str:
         build = self.root / f".build-{os.getpid()}-{key.replace('/', '-')}"
         old = self.root / f".build-{os.getpid()}-old-{key.replace('/', '-')}"
-        staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{os.getpid()}-"))
+        staging = Path(tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-"))
         try:
             shutil.rmtree(build, ignore_errors=True)
             shutil.rmtree(old, ignore_errors=True)
@@ -511,7 +370,7 @@ class Builder:
             final = self.root / name
             if tsv is not None:
                 (build / "records.tsv").write_text(tsv, "utf-8")
-            _seal(build, name, RUNTIME[0] in keep, written)
+            seal(build, name, RUNTIME[0] in keep, written)
             if complete(final, deep=True):  # the same records indexed before: that one stays
                 shutil.rmtree(build)
             elif final.exists():  # the same records, incomplete: replaced, never merged

@@ -44,18 +44,14 @@ from typing import TYPE_CHECKING, Any, Self
 
 from feeds.publish.content import esc
 from feeds.publish.pagefind import (
-    COMPLETE,
     INDEX_FILES,
     NOT_FOUND,
-    RUNTIME,
     Builder,
     Made,
-    SearchError,
-    complete,
     pagefind_binary,
-    remove_leftovers,
     run_pagefind,
 )
+from feeds.publish.sealed import COMPLETE, RUNTIME, SearchError, complete, remove_leftovers
 
 if TYPE_CHECKING:
     from feeds.model import Paper
