@@ -86,6 +86,18 @@ def _worth_helping(work: int) -> bool:
     return (os.cpu_count() or 1) > 1
 
 
+def collect_less() -> None:
+    """Have Python's garbage collector look for cycles less often in this process (a run,
+    or its helper). A build makes millions of small objects that live until it ends (rows,
+    papers, rendered parts) and each full collection walks them all: at Python's default
+    (a collection every 700 objects made and not freed) a first build of 10,000 papers made
+    12 full collections, 4-5 % of its processor time; at 10,000 it makes none, and the
+    memory held is the same (measured: 187 MB either way)."""
+    import gc
+
+    gc.set_threshold(10_000, 10, 10)
+
+
 def ends_with_this_process() -> Callable[[], None] | None:
     """Return a `preexec_fn` that has a child process killed when this process dies
     (Linux's parent-death signal), or None where there is no such thing.
@@ -252,6 +264,7 @@ def _main(fd: int) -> None:
     # a closed terminal reaches the whole group, and the run tells the helper.
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
+    collect_less()
     conn = Connection(fd)
     try:
         state, job = conn.recv()

@@ -25,8 +25,10 @@ for command in (run.run, status.status, check.check, run.watch, serve.serve, ser
 
 def main() -> None:
     from feeds.cli.common import unread_output_is_no_failure
+    from feeds.parallel import collect_less
 
     unread_output_is_no_failure()
+    collect_less()
     try:
         cli()
     finally:
