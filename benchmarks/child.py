@@ -110,10 +110,10 @@ def main() -> None:
         (waited_sync if threading.current_thread() is threading.main_thread() else sync)()
 
     os.sync = synced
-    from feeds.cli import cli
+    from feeds.cli import main as feeds  # what the `feeds` command runs
 
     try:
-        cli(sys.argv[1:])
+        feeds()
     finally:
         if record:
             _save(record)
