@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from feeds.errors import PublishError
 from feeds.match import step as matching
 from feeds.pipeline import RunSummary, run
 from feeds.publish import parts
+from feeds.publish.view import feed_path
 from tests.conftest import ROOT, project_config
 
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -132,27 +132,26 @@ def test_an_error_in_the_helper_reaches_the_run_and_the_next_run_finishes(
     run(config, now=lambda: T0)
     public = config.settings.public_dir
     before = _files(public)
-    # Without the index, everything is published again. The last paper's page is in the
-    # last part (pages by arrival), the first sent to the helper.
+    # Without the index, everything is published again. The last topic's BibTeX and RIS
+    # files are the last part, the first sent to the helper.
     (public / "index.html").unlink()
-    with sqlite3.connect(config.settings.state) as db:
-        (last,) = db.execute("SELECT paper_id FROM papers ORDER BY seq DESC LIMIT 1").fetchone()
-    blocker = public / "papers" / f"{last}.html"
+    blocker = public / feed_path(config.topics[-1].id, "bibtex")
     blocker.unlink()
     blocker.mkdir()
     handed.clear()
     with pytest.raises(PublishError) as raised:
         run(config, now=lambda: T0 + timedelta(hours=1))
     assert str(raised.value) == f"cannot write {blocker}: Is a directory"
-    assert isinstance(handed[0], parts.Pages)
-    assert handed[0].seqs is not None
+    first = handed[0]
+    assert isinstance(first, parts.Citations)
+    assert first.view.id == config.topics[-1].id
     assert not list(public.rglob("*.tmp"))
     after = _files(public)
     assert all(after[name] == data for name, data in before.items() if name in after)
 
     blocker.rmdir()
     summary = run(config, now=lambda: T0 + timedelta(hours=2))
-    assert summary.files.written == 2  # the page and the index
+    assert summary.files.written == 2  # the BibTeX file and the index
     # What is published now is what the same state gives in an empty folder.
     fresh = replace(config, settings=replace(config.settings, public_dir=tmp_path / "fresh"))
     run(fresh, now=lambda: T0 + timedelta(hours=3))

@@ -72,9 +72,15 @@ def _publishing(messages: list[str]) -> list[str]:
     return [m for m in messages if m.startswith("publishing: ")]
 
 
-def _feeds_progress(count: int) -> list[str]:
-    message = "publishing: feeds and reading lists, topic {} of {}"
-    return [message.format(n, count) for n in range(1, count + 1)]
+def _topics_progress(count: int) -> list[str]:
+    # Each topic's feeds and reading list, the paper pages, each topic's BibTeX and RIS.
+    feeds = "publishing: feeds and reading lists, topic {} of {}"
+    lists = "publishing: BibTeX and RIS files, topic {} of {}"
+    return [
+        *(feeds.format(n, count) for n in range(1, count + 1)),
+        "publishing: paper pages, 1 of 30",
+        *(lists.format(n, count) for n in range(1, count + 1)),
+    ]
 
 
 def test_progress_counts_the_topics_and_paper_pages_it_publishes(project: Path) -> None:
@@ -84,7 +90,7 @@ def test_progress_counts_the_topics_and_paper_pages_it_publishes(project: Path) 
     seen: list[str] = []
     run(config, now=lambda: T0, progress=seen.append)
     feeds = len(config.topics) + 1  # and `all`
-    assert _publishing(seen) == [*_feeds_progress(feeds), "publishing: paper pages, 1 of 30"]
+    assert _publishing(seen) == _topics_progress(feeds)
 
     # A new digest: only the topics that gained papers, and only its papers' pages.
     held.rename(later)
@@ -92,7 +98,7 @@ def test_progress_counts_the_topics_and_paper_pages_it_publishes(project: Path) 
     summary = run(config, now=lambda: T0 + timedelta(hours=1), progress=seen.append)
     gained = 1 + sum(1 for n in summary.new_matches.values() if n)  # and `all`
     assert 1 < gained < feeds
-    assert _publishing(seen) == [*_feeds_progress(gained), "publishing: paper pages, 1 of 30"]
+    assert _publishing(seen) == _topics_progress(gained)
 
 
 def test_second_run_and_renaming_change_nothing(project: Path) -> None:

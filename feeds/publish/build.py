@@ -210,6 +210,7 @@ def _publish(
     from feeds.publish import render
     from feeds.publish.parts import (
         CHANGED_LOOKUPS,
+        Citations,
         Plan,
         Publishing,
         Topic,
@@ -242,14 +243,23 @@ def _publish(
                          "Every paper, newest first", s.max_items, with_items=True)  # fmt: skip
     todo = [f for f in [all_feed, *views] if full or f.id in dirty["topic"]]
     paper_parts = page_parts(store, None if full else sorted(dirty["paper"]))
-    parts: list[Part] = [*map(Topic, todo), *paper_parts]
-    begun = {"topics": 0, "pages": 0}
+    # This process takes parts from the first on, the helper from the last back (see
+    # feeds.parallel.share): this one the feeds and reading lists (first: readers get the
+    # feeds first), the helper the papers' citations (the BibTeX and RIS files, then paper
+    # pages, which show them). Each paper's citation, feed entry and list line is then
+    # made in one process, not in both.
+    parts: list[Part] = [*map(Topic, todo), *paper_parts, *map(Citations, todo)]
+    begun = {"topics": 0, "lists": 0, "pages": 0}
     page_count = sum(p.count for p in paper_parts)
 
     def begin(part: Part) -> None:
         if isinstance(part, Topic):
             begun["topics"] += 1
             progress(f"publishing: feeds and reading lists, topic {begun['topics']:,} of "
+                     f"{len(todo):,}")  # fmt: skip
+        elif isinstance(part, Citations):
+            begun["lists"] += 1
+            progress(f"publishing: BibTeX and RIS files, topic {begun['lists']:,} of "
                      f"{len(todo):,}")  # fmt: skip
         else:
             progress(f"publishing: paper pages, {begun['pages'] + 1:,} of {page_count:,}")

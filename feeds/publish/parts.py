@@ -1,4 +1,5 @@
-"""The parts of a publish: one topic's feeds and reading list, or a batch of paper pages.
+"""The parts of a publish: one topic's feeds and reading list, its reading list as BibTeX
+and RIS, or a batch of paper pages.
 
 Each part reads what it needs from the state and writes its own files, so that the parts
 of a big publish can be shared between this process and a helper on the other core
@@ -60,9 +61,21 @@ Cited = tuple["Citation", str, str]
 
 @dataclass(frozen=True)
 class Topic:
-    """A part: a topic's (or `all`'s) three feeds and, but for `all`, its reading list."""
+    """A part: a topic's (or `all`'s) three feeds and its reading list's pages."""
 
     view: FeedView  # without items (they are read as the part renders), but for `all`
+
+
+@dataclass(frozen=True)
+class Citations:
+    """A part: a topic's (or `all`'s) reading list as BibTeX and RIS files.
+
+    A part of its own, apart from the topic's feeds and pages: the parts are shared
+    between two processes, and each makes the per-paper work of the parts it does (a
+    paper's citation and entries here; its feed entry and list line there), which every
+    topic listing the paper needs. Split by kind, each is made once per publish."""
+
+    view: FeedView  # its id and count
 
 
 @dataclass(frozen=True)
@@ -74,7 +87,7 @@ class Pages:
     count: int = 0  # how many papers (for progress)
 
 
-Part = Topic | Pages
+Part = Topic | Citations | Pages
 
 # Up to this many changed papers, their memberships are looked up once for the whole
 # publish (Plan.changed_in) and each topic finds the archive parts they are on by index;
@@ -90,10 +103,13 @@ ROWS_KEPT = 100_000  # papers whose reading-list lines' ends a process keeps (~1
 
 def weight(part: Part) -> int:
     """How much work a part is, in paper pages (see feeds.parallel.HELP_FROM): a topic's
-    feeds, and half a page for each paper its reading lists list (a line in each of its
-    pages, an entry in its BibTeX and RIS files, the paper's citation when no topic made it
-    before: the all-papers list of a million took minutes)."""
-    return part.count if isinstance(part, Pages) else _TOPIC_WORK + part.view.count // 2
+    feeds, and a quarter of a page for each paper its reading list lists (a line in one of
+    its pages); a quarter for each paper of its BibTeX and RIS files (the entries, the
+    paper's citation when no topic made it before: the all-papers list of a million took
+    minutes)."""
+    if isinstance(part, Pages):
+        return part.count
+    return part.view.count // 4 + (_TOPIC_WORK if isinstance(part, Topic) else 0)
 
 
 @dataclass(frozen=True)
@@ -115,6 +131,9 @@ def render_part(plan: Plan, store: Store, out: Writer, part: Part) -> int:
     """Render and write one part; return how many archive pages it removed."""
     if isinstance(part, Pages):
         _pages(plan, store, out, part)
+        return 0
+    if isinstance(part, Citations):
+        _citation_lists(plan, store, part.view, out)
         return 0
     return _topic(plan, store, out, part.view)
 
@@ -196,7 +215,6 @@ def _topic(plan: Plan, store: Store, out: Writer, light: FeedView) -> int:
     for fmt, path in paths.items():
         reuse = {k: v for k, v in blocks[fmt].items() if k not in changed}
         out.write(path, render.render(plan.site, view, fmt, reuse))
-    _citation_lists(plan, store, view, out)
     every = plan.full or view.id in plan.dirty["archive"]
     if view.id == ALL:
         return _all_papers(plan, store, view, every, out)
