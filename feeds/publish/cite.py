@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache, cached_property
+from pathlib import Path
 from typing import Any, Literal
 
 from feeds.model import ARXIV, Link, Paper
@@ -462,3 +463,13 @@ def rekeyed(fmt: str, entry: str, key: str) -> str:
     at = entry.rindex(_KEY_AT["ris"]) + len(_KEY_AT["ris"])  # the ID line, written last
     end = entry.index("\n", at)
     return f"{entry[:at]}{key}{entry[end:]}"
+
+
+def entries_in(path: Path, fmt: str, dirty: set[str]) -> dict[str, tuple[str, str]]:
+    """Return the entries of a reading-list file written before, by paper id (see
+    entry_blocks), but those of changed papers ({} when there is none to read)."""
+    try:
+        document = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return {}
+    return {pid: e for pid, e in entry_blocks(fmt, document).items() if pid not in dirty}

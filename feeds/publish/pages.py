@@ -372,3 +372,13 @@ def _cite_html(bibtex: str, topics: Sequence[tuple[str, str, tuple[Hit, ...]]]) 
         '<p class="copied" role="status" aria-live="polite"></p>\n'
         f"<script>{_asset('copy.js')}</script>\n</section>\n"
     )
+
+
+def reusable_rows(path: Path, dirty_papers: set[str]) -> dict[str, str]:
+    """Return the rows of a reading list's front page written before, by paper id, but
+    those of changed papers ({} when there is none)."""
+    try:
+        document = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    return {k: v for k, v in reading_rows(document).items() if k not in dirty_papers}

@@ -197,7 +197,7 @@ def _topic(plan: Plan, store: Store, out: Writer, light: FeedView) -> int:
     # time (see render.entry_blocks): a new paper in a big topic reads and builds one
     # entry, not the feed's hundred.
     paths = {fmt: plan.public / feed_path(light.id, fmt) for fmt in FORMATS}
-    blocks = {fmt: {} if plan.full else _blocks(paths[fmt], fmt) for fmt in FORMATS}
+    blocks = {fmt: {} if plan.full else render.blocks_in(paths[fmt], fmt) for fmt in FORMATS}
     if light.id == ALL:
         view = light
     elif plan.full:
@@ -242,7 +242,7 @@ def _citation_lists(plan: Plan, store: Store, view: FeedView, out: Writer) -> No
         for fmt, data in on_top.items():
             out.write(paths[fmt], data)
         return
-    kept = {fmt: {} if plan.full else _entries(paths[fmt], fmt, plan.dirty["paper"])
+    kept = {fmt: {} if plan.full else cite.entries_in(paths[fmt], fmt, plan.dirty["paper"])
             for fmt in LISTS}  # fmt: skip
     # Kept when both files hold the paper under one key (a file cut short holds fewer).
     bib, ris = kept["bibtex"], kept["ris"]
@@ -304,47 +304,12 @@ def _cite(plan: Plan, store: Store, paper_ids: Sequence[str]) -> None:
         plan.cited[pid] = (c, cite.bibtex_entry(c, c.key), cite.ris_entry(c, c.key))
 
 
-def _entries(path: Path, fmt: str, dirty: set[str]) -> dict[str, tuple[str, str]]:
-    """Return the entries of a reading-list file written before, by paper id (see
-    cite.entry_blocks), but those of changed papers."""
-    from feeds.publish.cite import entry_blocks
-
-    try:
-        document = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, UnicodeDecodeError):
-        return {}
-    return {pid: e for pid, e in entry_blocks(fmt, document).items() if pid not in dirty}
-
-
-def _blocks(path: Path, fmt: str) -> dict[str, bytes]:
-    """Return the entry blocks of a feed file written before, by item id."""
-    from feeds.publish.render import entry_blocks
-
-    try:
-        document = path.read_bytes()
-    except FileNotFoundError:
-        return {}
-    return entry_blocks(fmt, document)
-
-
-def reusable_rows(path: Path, dirty_papers: set[str]) -> dict[str, str]:
-    """Return the rows of a reading list's front page, by paper id, but those of changed
-    papers."""
-    from feeds.publish.pages import reading_rows
-
-    try:
-        document = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    return {k: v for k, v in reading_rows(document).items() if k not in dirty_papers}
-
-
 def _reading_list(plan: Plan, store: Store, view: FeedView, every: bool, out: Writer) -> int:
     """Write a topic's reading list: the front page, and the archive pages that changed
     (all when `every`; else new ones, the one before them, and those holding a changed
     paper).
     Return how many archive pages were removed (the list got shorter)."""
-    from feeds.publish.pages import render_topic
+    from feeds.publish.pages import render_topic, reusable_rows
     from feeds.publish.view import archive_path, pages, topic_path
 
     public, size, dirty_papers = plan.public, plan.page_size, plan.dirty["paper"]

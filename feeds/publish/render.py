@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree as ET
 
@@ -406,3 +407,13 @@ def render_opml(site: Site, feeds: Iterable[FeedView]) -> bytes:
     ET.indent(opml)
     data: bytes = ET.tostring(opml, encoding="utf-8", xml_declaration=True)
     return data + b"\n"
+
+
+def blocks_in(path: Path, fmt: str) -> dict[str, bytes]:
+    """Return the entry blocks of a feed file written before, by item id (see entry_blocks;
+    {} when there is none)."""
+    try:
+        document = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    return entry_blocks(fmt, document)
