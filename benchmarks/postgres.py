@@ -93,6 +93,15 @@ def measure(work: Path, inbox: Path, state: str, public: str, env: dict[str, str
     return first, news
 
 
+def said(name: str, first: Build, news: list[float]) -> None:
+    print(f"{name}: first build {first.wall:.1f}s (the feeds in place after "
+          f"{first.feeds_at:.1f}s, search after {first.search_at:.1f}s), peak "
+          f"{first.peak_mb:,} MB (run + helper), {first.files:,} files "
+          f"({first.disk_gb:.1f} GB); new 10-paper digest "
+          f"{statistics.median(news) * 1000:.0f} ms (median of {len(news)}: "
+          f"{', '.join(f'{x * 1000:.0f}' for x in news)} ms)", flush=True)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--papers", type=int, default=100_000)
@@ -120,23 +129,17 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "feeds")], check=True)
         print(f"paperfeeds benchmark: the state on PostgreSQL beside SQLite; {args.papers:,} "
               f"papers, {args.topics} topics, {os.cpu_count()} cores, search "
-              f"{'off' if args.no_search else 'on'}")  # fmt: skip
+              f"{'off' if args.no_search else 'on'}", flush=True)  # fmt: skip
 
         shown = url.rpartition("@")[2]
         # The same digests for both: each engine gets the new ones the other got.
         sq_first, sq_news = measure(work, inbox, "state.sqlite3", "public-sqlite", env, 99)
+        said("SQLite", sq_first, sq_news)  # now: the PostgreSQL build takes as long again
         for f in sorted(inbox.glob("zz-*")):
             f.unlink()
         shutil.rmtree(work / ".paperfeeds", ignore_errors=True)  # its caches: none to reuse
         pg_first, pg_news = measure(work, inbox, url, "public-postgresql", env, 99)
-        results = {"SQLite": (sq_first, sq_news), f"PostgreSQL ({shown})": (pg_first, pg_news)}
-        for name, (first, news) in results.items():
-            print(f"{name}: first build {first.wall:.1f}s (the feeds in place after "
-                  f"{first.feeds_at:.1f}s, search after {first.search_at:.1f}s), peak "
-                  f"{first.peak_mb:,} MB (run + helper), {first.files:,} files "
-                  f"({first.disk_gb:.1f} GB); new 10-paper digest "
-                  f"{statistics.median(news) * 1000:.0f} ms (median of {len(news)}: "
-                  f"{', '.join(f'{x * 1000:.0f}' for x in news)} ms)")  # fmt: skip
+        said(f"PostgreSQL ({shown})", pg_first, pg_news)
         print(f"PostgreSQL against SQLite: first build x{pg_first.wall / sq_first.wall:.2f}, "
               f"new digest x{statistics.median(pg_news) / statistics.median(sq_news):.2f} "
               "(its time over SQLite's)")  # fmt: skip
