@@ -329,7 +329,7 @@ def test_a_record_that_cannot_be_made_stops_its_pagefind_and_is_raised(
     def records(paper: Paper) -> tuple[bytes, ...]:
         nonlocal made
         made += 1
-        if made == 27:  # in the second shard, after some of its records were sent
+        if made == 27:  # after some records were sent (the shards are made side by side)
             raise RuntimeError("a record that cannot be made")
         return paper_records(paper)
 

@@ -201,15 +201,13 @@ def index_records(exe: Path, records: Iterable[tuple[str, bytes]], out: Path, st
                     if answer.get("type") in ("GetFiles", "Error"):
                         break
             if answer is None or answer.get("type") != "GetFiles":
-                if sender is not None:
-                    sender.join(timeout=5)
-                if failed:
-                    proc.kill()
-                    proc.wait()
-                    raise failed[0]
                 said = (answer or {}).get("message") or _tail(staging / "pagefind.log")
                 proc.kill()
                 code = proc.wait()
+                if sender is not None:
+                    sender.join(timeout=5)
+                if failed:  # a record could not be made: that error, not Pagefind's end
+                    raise failed[0]
                 raise SearchError(f"{what}: Pagefind failed (exit {code}): {said}".rstrip(": "))
             written = _write(out, answer.get("files") or [], keep)
         finally:

@@ -212,12 +212,12 @@ class _Shard:
 
     def __init__(self, state: Path | str, first: int, end: int, version: str) -> None:
         self.state, self.first, self.end, self.version = state, first, end, version
-        self.lines: list[str] | None = None  # records.tsv's, once every record was made
+        self.text: str | None = None  # records.tsv, once every record was made
 
     def __iter__(self) -> Iterator[tuple[str, bytes]]:
         from feeds.state import Store
 
-        self.lines = None
+        self.text = None
         lines = []
         store = Store.reader(self.state)
         try:
@@ -230,12 +230,12 @@ class _Shard:
                 yield from zip((url, f"{url}#zh"), made, strict=False)
         finally:
             store.close()
-        self.lines = lines
+        self.text = "".join(lines)
 
     def tsv(self) -> str:
-        if self.lines is None:  # a bug: asked before every record was made
+        if self.text is None:  # a bug: asked before every record was made
             raise RuntimeError(f"records.tsv of papers {self.first}- asked for too soon")
-        return "".join(self.lines)
+        return self.text
 
     def name(self) -> str:
         tag = _tag(FORMAT, self.version, self.first, self.end, self.tsv())
