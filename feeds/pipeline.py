@@ -8,9 +8,10 @@ import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from feeds.clock import utcnow
 from feeds.errors import EXIT_OK, EXIT_REJECTED, EXIT_UNDELIVERED, StateError
 from feeds.match.step import update_members
 from feeds.publish.build import begin_search, publish
@@ -28,10 +29,6 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str], None]
 _MOST_SAID = 500  # characters of a failed run's error kept in the state
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC).replace(microsecond=0)
 
 
 @dataclass(frozen=True)
@@ -89,7 +86,7 @@ class RunSummary:
 def run(
     config: Config,
     *,
-    now: Callable[[], datetime] = _utcnow,
+    now: Callable[[], datetime] = utcnow,
     progress: Progress | None = None,
     offline: bool = False,
     settle: float = 0.0,

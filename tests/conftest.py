@@ -12,11 +12,13 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from feeds.clock import NOW_VARIABLE
 from feeds.config import Config, load
 from tests.linkserver import LinkServer
 from tests.mailserver import MailServer
@@ -174,11 +176,19 @@ def serve(ws: Workspace, settings: Path) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def run_feeds(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run `python -m feeds ARGS` in cwd and return the finished process (never raises)."""
+def run_feeds(
+    cwd: Path, *args: str, timeout: float = 60, now: datetime | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m feeds ARGS` in cwd and return the finished process (never raises);
+    `now` is the command's clock (a test that runs the library at a fixed time hands the
+    command the same time, not today's)."""
+    env = dict(os.environ)
+    if now is not None:
+        env[NOW_VARIABLE] = now.isoformat()
     return subprocess.run(
         [sys.executable, "-m", "feeds", *args],
         cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -427,10 +427,10 @@ def test_send_now_on_the_command_line_reports_each_destination(
     hook.status = 200
     args = ["alerts", "--settings", str(settings), "--state", str(workspace.state),
             "--subscriptions", str(workspace.subscriptions)]  # fmt: skip
-    r = feeds_cli(workspace.root, *args, "--send-now")
+    r = feeds_cli(workspace.root, *args, "--send-now", now=T0 + timedelta(minutes=70))
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout == f"webhook (json) at 127.0.0.1:{hook_port(hook)}: sent 30 papers\n"
-    again = feeds_cli(workspace.root, *args, "--send-now")
+    again = feeds_cli(workspace.root, *args, "--send-now", now=T0 + timedelta(minutes=71))
     assert again.stdout.endswith(": nothing pending\n"), again.stdout
     assert len(hook.bodies) == 1
     hook.status = 500
@@ -441,7 +441,7 @@ def test_send_now_on_the_command_line_reports_each_destination(
         encoding="utf-8",
     )
     _run(config, T0 + timedelta(hours=2))  # fails: 500
-    failing = feeds_cli(workspace.root, *args, "--send-now")
+    failing = feeds_cli(workspace.root, *args, "--send-now", now=T0 + timedelta(hours=2, minutes=5))
     assert failing.returncode == 4
     assert ": failed: " in failing.stdout
     assert "(1 paper pending)" in failing.stdout

@@ -8,12 +8,13 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from feeds.alerts.due import AlertState, after_delivery, is_due, say_wait
 from feeds.alerts.env import AlertsConfigError, MissingVariable, expand, unset_names
 from feeds.alerts.message import Message, NewPaper, compose
+from feeds.clock import utcnow
 
 if TYPE_CHECKING:
     from feeds.alerts.deliver import Delivery
@@ -238,11 +239,7 @@ def send_tests(config: Config) -> list[tuple[AlertDestination, str, Delivery]]:
     return out
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC).replace(microsecond=0)
-
-
-def send_pending(config: Config, *, now: Callable[[], datetime] = _utcnow,
+def send_pending(config: Config, *, now: Callable[[], datetime] = utcnow,
                  lock_wait: float = 30.0) -> tuple[Outcome, ...]:  # fmt: skip
     """Send every destination what is pending for it now, backoff or not (`feeds alerts
     --send-now`, after a server is fixed); return each destination's outcome (none before
@@ -264,7 +261,7 @@ def send_pending(config: Config, *, now: Callable[[], datetime] = _utcnow,
             store.close()
 
 
-def send_test_messages(config: Config, *, now: Callable[[], datetime] = _utcnow,
+def send_test_messages(config: Config, *, now: Callable[[], datetime] = utcnow,
                        lock_wait: float = 30.0) -> list[tuple[str, Delivery]]:  # fmt: skip
     """Send each destination a test message; one it reached waits no more (its backoff is
     cleared: the next run sends what is pending). Return how each went."""

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
 from feeds.cli.common import UNUSED, fail, load_config, options, progress_line
+from feeds.clock import utcnow
 from feeds.errors import FeedsError
 
 
@@ -41,7 +41,7 @@ def check(
         topic = None if explain is None else topic_of(config, explain)
         store = None
         if exists(config.settings.database):
-            store = Store(config.settings.database, datetime.now(UTC))
+            store = Store(config.settings.database, utcnow())
         try:  # the papers are streamed: a long history does not fill memory
             stored = store.papers() if store else ()
             if topic is not None and topic.criteria.by_example and store is not None:
@@ -56,7 +56,7 @@ def check(
                     from feeds.match.likes import example_warnings  # nearly a stored title
 
                     found += example_warnings(store, config.topics, str(config.subscriptions_path))
-                doc, lines = reported(config, stored, datetime.now(UTC), found, quiet, progress)
+                doc, lines = reported(config, stored, utcnow(), found, quiet, progress)
                 if (
                     not quiet
                     and store is not None

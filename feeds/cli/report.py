@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from feeds.clock import utcnow
 from feeds.errors import StateError
 from feeds.links.policy import LOOKUPS_KEY, NETWORK_KEY, Outage, say_outage
 from feeds.model import SourceState
@@ -26,7 +27,7 @@ def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:
     path = config.settings.database
     if not exists(path):
         raise StateError("no state yet: run `feeds run` first", file=str(path))
-    store = Store(path, datetime.now(UTC))
+    store = Store(path, utcnow())
     try:
         members = store.member_counts()
         last = store.last_run()
@@ -44,7 +45,7 @@ def gather(config: Config, *, verbose: bool = False) -> dict[str, Any]:
             ],
             "skipped_records": [str(d) for d in store.diagnostics()],
             "topics": {t.id: members.get(t.id, 0) for t in config.topics},
-            "link_health": store.link_health(datetime.now(UTC)),
+            "link_health": store.link_health(utcnow()),
             "lookups": store.lookup_counts(),
             "network": _outage(store.meta(NETWORK_KEY)),
             "lookup_apis": _outage(store.meta(LOOKUPS_KEY)),
@@ -75,7 +76,7 @@ def alert_report(config: Config) -> list[dict[str, Any]]:
     path = config.settings.database
     if not exists(path):
         return _alerts(config, None)
-    store = Store(path, datetime.now(UTC))
+    store = Store(path, utcnow())
     try:
         return _alerts(config, store)
     finally:
@@ -154,7 +155,7 @@ def _links_in_error(store: Store) -> list[dict[str, Any]]:
 
 def _source(src: SourceState, config: Config, since: datetime | None) -> dict[str, Any]:
     stale_after = timedelta(seconds=config.settings.stale_after)
-    stale = stale_reason(src, datetime.now(UTC), stale_after, since)
+    stale = stale_reason(src, utcnow(), stale_after, since)
     return {
         "url": src.url,
         "last_ok": src.last_ok.isoformat() if src.last_ok else None,

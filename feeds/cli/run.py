@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from feeds.cli.common import ALL, fail, inbox_exists, load_config, options, progress_line
+from feeds.clock import utcnow
 from feeds.errors import FeedsError, StateError
 from feeds.settings import Config
 from feeds.words import count
@@ -157,7 +157,7 @@ def watch(
     s = config.settings
     log = logging.getLogger("feeds.watch")
     how = f"every {say_every(s)}" if s.schedule_every else f"cron '{s.schedule_cron}' (UTC)"
-    (then,) = next_times(s, datetime.now(UTC), 1)
+    (then,) = next_times(s, utcnow(), 1)
     log.info("watching %s, %s: a cycle now, then %s", ", ".join(map(str, s.inbox)), how,
              say_when(then, seconds=in_seconds(s)))  # fmt: skip
     missing: set[str] = set()  # inbox folders said to be missing: said once, not each cycle
