@@ -43,8 +43,9 @@ R_co = TypeVar("R_co", covariant=True)
 # Below this much work (a paper to match or a paper page is one; see each job) a job is
 # not worth a second process: starting one and importing what it needs takes ~0.3-0.5 s.
 HELP_FROM = 20_000
-# How the helper is started; the connection's file descriptor is appended. `-P`: not the
-# current folder on its import path (a `yaml.py` there must not shadow PyYAML).
+# How the helper is started; its two pipes' file descriptors (parts in, answers out) are
+# appended. `-P`: not the current folder on its import path (a `yaml.py` there must not
+# shadow PyYAML).
 COMMAND = [sys.executable, "-P", "-m", "feeds.parallel"]
 
 
@@ -146,53 +147,93 @@ class HelperGone(FeedsError):
 
 
 class Helper(Generic[P, R]):
-    """A second process doing parts of one job (see share)."""
+    """A second process doing parts of one job (see share).
+
+    Parts go to it on one pipe and its answers come back on another, read as they come by
+    a thread of this process into a queue: the helper can always finish sending an answer
+    and go on to read the next part, so neither process can wait for the other for good,
+    however many parts are sent ahead and however large they are. (With one pipe read
+    only between parts, a run that sent parts ahead while the helper answered filled both
+    directions, and both waited for ever: 3,000 small topics did it.)
+    concurrent.futures' ProcessPoolExecutor works the same way inside, but starts its
+    worker through multiprocessing, which runs the caller's main script again in it (see
+    the module's doc) and cannot ask for the parent-death signal."""
 
     def __init__(self, state: Path | str, job: Job[P, R]) -> None:
+        import queue
         import site
         import subprocess
+        import threading
         from multiprocessing import Pipe
 
         import feeds
 
-        self._conn, theirs = Pipe()
+        parts_in, self._parts = Pipe(duplex=False)  # (the reading end, the writing end)
+        self._answers, answers_out = Pipe(duplex=False)
+        self._inbox: queue.SimpleQueue[tuple[str, object] | None] = queue.SimpleQueue()
         # The same feeds as this process, wherever it was imported from (installed, it is
         # in site-packages, which the helper has anyway).
         env = dict(os.environ)
         here = str(Path(feeds.__file__).resolve().parent.parent)
         if here not in (*site.getsitepackages(), site.getusersitepackages()):
             env["PYTHONPATH"] = os.pathsep.join(filter(None, (here, env.get("PYTHONPATH"))))
-        self._proc = subprocess.Popen(
-            [*COMMAND, str(theirs.fileno())],
-            pass_fds=[theirs.fileno()],
-            stdin=subprocess.DEVNULL,
-            env=env,
-            preexec_fn=ends_with_this_process(),  # noqa: PLW1509 - it only calls prctl
-        )
-        theirs.close()
+        fds = [parts_in.fileno(), answers_out.fileno()]
+        try:
+            self._proc = subprocess.Popen(
+                [*COMMAND, *map(str, fds)],
+                pass_fds=fds,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                preexec_fn=ends_with_this_process(),  # noqa: PLW1509 - it only calls prctl
+            )
+        except OSError:
+            self._parts.close()
+            self._answers.close()
+            raise
+        finally:
+            parts_in.close()
+            answers_out.close()
+        self._reader = threading.Thread(target=self._read, name="helper answers", daemon=True)
+        self._reader.start()
         self._send((state, job))
+
+    def _read(self) -> None:
+        """Put each answer in the inbox as it arrives; None once the helper is gone."""
+        while True:
+            try:
+                answer = self._answers.recv()
+            except (EOFError, OSError):
+                self._inbox.put(None)
+                return
+            except Exception as e:  # noqa: BLE001 - an answer that does not unpickle
+                answer = (
+                    "error",
+                    HelperGone(f"an answer of the helper process is unreadable: {e!r}"),
+                )
+            self._inbox.put(answer)
 
     def send(self, part: P) -> None:
         self._send(part)
 
     def _send(self, message: object) -> None:
         with suppress(OSError):  # it died: waiting for its answer says so
-            self._conn.send(message)
+            self._parts.send(message)
 
     def ready(self) -> bool:
         """Whether an answer is waiting (or the helper is gone)."""
-        return self._conn.poll()
+        return not self._inbox.empty()
 
     def answer(self) -> R:
         """Wait for the answer about the oldest part sent and return it. Raise the part's
         error, or HelperGone."""
-        try:
-            kind, value = self._conn.recv()
-        except (EOFError, OSError) as e:
-            raise HelperGone(f"the helper process ended ({self._proc.wait()})") from e
+        answer = self._inbox.get()
+        if answer is None:
+            self._inbox.put(None)  # gone for good: a later call says so too
+            raise HelperGone(f"the helper process ended ({self._proc.wait()})")
+        kind, value = answer
         if kind == "error":
-            raise value
-        result: R = value
+            raise value  # type: ignore[misc]
+        result: R = value  # type: ignore[assignment]
         return result
 
     def __enter__(self) -> Self:
@@ -200,9 +241,11 @@ class Helper(Generic[P, R]):
 
     def __exit__(self, *_exc: object) -> None:
         # The helper reads the end of its input and exits; if this process failed, it
-        # finishes the part in hand (its files whole), cannot answer, and exits.
-        self._conn.close()
+        # finishes the part in hand (its files whole), and its answer is read and dropped.
+        self._parts.close()
         self._proc.wait()
+        self._reader.join()
+        self._answers.close()
 
 
 def share(
@@ -254,7 +297,7 @@ def share(
 # -- in the helper process ----------------------------------------------------------------
 
 
-def _main(fd: int) -> None:
+def _main(fd_in: int, fd_out: int) -> None:
     import signal
     from multiprocessing.connection import Connection
 
@@ -265,18 +308,18 @@ def _main(fd: int) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     collect_less()
-    conn = Connection(fd)
+    parts, answers = Connection(fd_in, writable=False), Connection(fd_out, readable=False)
     try:
-        state, job = conn.recv()
+        state, job = parts.recv()
         store = Store.reader(state)
         while True:
-            part = conn.recv()
+            part = parts.recv()
             try:
                 result = job.run(store, part)
             except Exception as e:  # noqa: BLE001 - the parent raises it as its own
-                _answer(conn, ("error", e))
+                _answer(answers, ("error", e))
             else:
-                _answer(conn, ("done", result))
+                _answer(answers, ("done", result))
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return  # the parent is done, or gone
 
@@ -291,4 +334,4 @@ def _answer(conn: Connection, answer: tuple[str, object]) -> None:
 
 
 if __name__ == "__main__":
-    _main(int(sys.argv[1]))
+    _main(int(sys.argv[1]), int(sys.argv[2]))

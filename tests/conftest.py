@@ -230,7 +230,7 @@ if {helped}:  # every publish shares its parts with a helper process, slowed dow
     parts.PAGES_PER_PART = 5
     if sys.argv[1:2] == ["--helper"]:
         open(sys.argv[2] + ".helper-started", "a").close()
-        helper._main(int(sys.argv[3]))
+        helper._main(int(sys.argv[3]), int(sys.argv[4]))
         sys.exit()
     helper.COMMAND = [sys.executable, __file__, "--helper", __file__]
 from feeds.cli import main

@@ -243,7 +243,7 @@ def once(real):
 
 parts.Publishing.run = once(parts.Publishing.run)
 matching.Matching.run = once(matching.Matching.run)
-helper._main(int(sys.argv[1]))
+helper._main(int(sys.argv[1]), int(sys.argv[2]))
 """
 
 
