@@ -173,8 +173,12 @@ def _cycle(
             step = "uploading"
             progress(step)
             bucket = asdict(sync(s.public_dir, s.public_url, progress))
-        if s.alerts and not offline:  # offline: nothing is sent, everything stays pending
-            from feeds.alerts.send import send_alerts  # Apprise, only when alerts are set
+        if s.alerts and offline:  # nothing is sent, everything stays pending
+            from feeds.alerts.send import start_destinations  # Apprise, only when alerts are set
+
+            start_destinations(config, store, now)
+        elif s.alerts:
+            from feeds.alerts.send import send_alerts
 
             step = "sending alerts"
             progress("alerts")

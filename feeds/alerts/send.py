@@ -122,6 +122,22 @@ def send_alerts(
     return tuple(outcomes[i] for i in sorted(outcomes))
 
 
+def start_destinations(config: Config, store: Store, now: datetime) -> None:
+    """Start each destination seen for the first time with the cycle at `now`, sending
+    nothing (an offline run): what entered in this cycle stays pending for it, as it would
+    have been sent had the run been online."""
+    from feeds.alerts.deliver import describe
+
+    with store.transaction():
+        for dest in config.settings.alerts:
+            try:
+                shown = describe(expand(dest.to, os.environ, file=dest.file, line=dest.line))
+            except AlertsConfigError:  # a variable unset here: shown without it
+                store.alert_record(dest.key, _shown_unset(dest), now, refresh=False)
+            else:
+                store.alert_record(dest.key, shown, now)
+
+
 def links_nobody_opens(config: Config) -> str | None:
     """Return a warning when alert messages link to this machine alone (`site.base_url`
     left at http://localhost:8000/, for `feeds serve`): the people they go to cannot open

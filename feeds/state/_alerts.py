@@ -4,7 +4,7 @@ it (those that entered its topics after its watermark; nothing else is stored)."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from feeds.state._db import StoreBase, in_list, upsert
@@ -31,12 +31,17 @@ class AlertsMixin(StoreBase):
     def alert_record(
         self, key: str, shown: str, now: datetime, *, refresh: bool = True
     ) -> AlertRecord:
-        """Return a destination's record; a destination seen for the first time starts now:
-        what entered its topics before is not sent (no flood of history). `refresh`: how it
-        is shown is `shown` from now on (a stand-in, when its URL cannot be read, is not)."""
+        """Return a destination's record; a destination seen for the first time starts
+        with the cycle at `now`: what entered its topics in that cycle is sent to it, what
+        entered before is not (no flood of history). `refresh`: how it is shown is `shown`
+        from now on (a stand-in, when its URL cannot be read, is not)."""
+        # A cycle's papers entered at its time, to the second, and each cycle's time is a
+        # second or more after the one before (pipeline._cycle): a second before `now` is
+        # after every earlier cycle's papers and before this one's.
+        start = now - timedelta(seconds=1)
         self.db.execute(
             "INSERT INTO alerts (key, shown, watermark) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            (key, shown, ts(now)),
+            (key, shown, ts(start)),
         )
         if refresh:
             self.db.execute("UPDATE alerts SET shown = ? WHERE key = ?", (shown, key))
