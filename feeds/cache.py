@@ -24,15 +24,17 @@ def cached(
     made_of: Sequence[Path | None],
     build: Callable[[], T],
     kind: type[T],
-    also: Callable[[T], Sequence[Path]] = lambda _value: (),
+    also: Callable[[T], Sequence[tuple[Path, Stamp | None]]] = lambda _value: (),
 ) -> T:
     """Return build()'s result, from the cache when it was built before from the same bytes
     of the files `made_of` in the same working folder by the same code; `name` says what it
     is (one cache file per name and place, overwritten: the cache cannot grow).
 
     `also` names the files a value was made of that only the value knows (a topic's
-    library, named in the subscriptions file): a cached value is used while each of them
-    is as it was (size and times; large files are not read on every run)."""
+    library, named in the subscriptions file), each with its stamp from before it was read:
+    a cached value is used while each of them is as it was (see stamp_of; large files are
+    not read on every run). A stamp taken after the file was read would hide a change made
+    while it was read (Better BibTeX rewrites its export whenever Zotero changes)."""
     import zlib
 
     try:
@@ -46,25 +48,32 @@ def cached(
         found = cache_read(path, key)
         if isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], kind):
             value, stamps = found
-            if all(_stamp(Path(p)) == stamp for p, stamp in stamps):
+            if all(stamp(Path(p)) == was for p, was in stamps):
                 return value  # type: ignore[no-any-return]
     value = build()
     if key is not None:
-        stamps = [(str(p), _stamp(p)) for p in also(value)]
-        if all(stamp is not None for _p, stamp in stamps):
+        stamps = [(str(p), was) for p, was in also(value)]
+        if all(was is not None for _p, was in stamps):
             cache_write(path, key, (value, stamps))
     return value
 
 
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    """Return what tells a file changed without reading it: its size, modification and
-    change times (the change time moves on every write, whatever a tool sets the other
-    to); None for a file that is not there."""
+Stamp = tuple[int, ...]  # see stamp_of
+
+
+def stamp_of(st: os.stat_result) -> Stamp:
+    """Return what tells a file changed without reading it: which file it is (a file
+    replaced by a rename is another), its size, modification and change times (the change
+    time moves on every write, whatever a tool sets the other to)."""
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def stamp(path: Path) -> Stamp | None:
+    """Return a file's stamp (see stamp_of); None for a file that is not there."""
     try:
-        st = path.stat()
+        return stamp_of(path.stat())
     except OSError:
         return None
-    return st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def cache_dir() -> Path:

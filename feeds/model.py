@@ -74,6 +74,9 @@ class Library:
     # Where the file is (resolved): the config is read again when it changes. Not part of
     # what decides the topic's papers (the items are), so moving the folder re-matches none.
     file: str = field(default="", compare=False, repr=False)
+    # The file's stamp from before it was read (feeds.cache.stamp_of): a change made while
+    # it was read is one the next run sees.
+    stamp: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
 
     def known(self) -> frozenset[str]:
         """Return what names the papers already in the library (see LibraryItem.names)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from feeds.cache import cached
+from feeds.cache import Stamp, cached
 from feeds.settings import Config, LinkSettings, Settings
 from feeds.topics import DEFAULT_FIELDS, FIELDS, Criteria, Topic
 
@@ -54,8 +54,8 @@ def load(subscriptions: Path, settings: Path | None) -> Config:
             _ = topic.fingerprint, topic.looks
         return config
 
-    def libraries(config: Config) -> list[Path]:
-        return [Path(lib.file) for t in config.topics for lib in t.criteria.library]
+    def libraries(config: Config) -> list[tuple[Path, Stamp | None]]:
+        return [(Path(lib.file), lib.stamp) for t in config.topics for lib in t.criteria.library]
 
     return cached("config", (subscriptions, settings), build, Config, libraries)
 

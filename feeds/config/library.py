@@ -14,10 +14,13 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
+from stat import S_ISDIR, S_ISREG
 from typing import Any
 
+from feeds.cache import Stamp, stamp, stamp_of
 from feeds.errors import ConfigError
 from feeds.model import Diagnostic, Library, LibraryItem
 from feeds.text import arxiv_id, arxiv_id_of_url, clean_xml, normalize_doi
@@ -47,7 +50,8 @@ def load(subscriptions: Path, name: str, line: int) -> Library:
                           " BibTeX or BibLaTeX, RIS, CSL JSON)", file=where, line=line)  # fmt: skip
     path = (subscriptions.parent / os.path.expanduser(name)).resolve()
     try:
-        text = path.read_bytes().decode("utf-8")
+        data, before = _read(path)
+        text = data.decode("utf-8")
     except FileNotFoundError as e:
         why = f"not found (looked for {path})"
         raise ConfigError(f"library {name!r} {why}", file=where, line=line) from e
@@ -57,7 +61,45 @@ def load(subscriptions: Path, name: str, line: int) -> Library:
     except OSError as e:
         why = f"cannot be read: {e.strerror or e}"
         raise ConfigError(f"library {name!r} {why}", file=where, line=line) from e
-    return parse(text, kind, where, line, name, str(path))
+    library = parse(text, kind, where, line, name, str(path))
+    return replace(library, stamp=before)
+
+
+# A library file larger than this is refused: a reference manager's export of 50,000
+# items with their abstracts is ~100 MB.
+MAX_FILE = 256 * 1024 * 1024
+_TRIES = 3  # reads of a file that keeps changing while it is read
+
+
+def _read(path: Path) -> tuple[bytes, Stamp]:
+    """Return a regular file's bytes and its stamp from before they were read, read again
+    if it changed meanwhile (Better BibTeX rewrites its export whenever Zotero changes).
+    A file still changing after a few reads is taken as last read, under the stamp from
+    before that read, so the next run reads it again. Raises OSError, with the reason
+    for anything but a regular file of at most MAX_FILE bytes (a FIFO would block the
+    read for ever)."""
+    for _ in range(_TRIES):
+        # O_NONBLOCK: opening a FIFO waits for a writer otherwise; a regular file ignores it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            st = os.fstat(fd)
+            if not S_ISREG(st.st_mode):
+                what = (
+                    "a folder" if S_ISDIR(st.st_mode) else "not a regular file (a pipe or device?)"
+                )
+                raise OSError(f"it is {what}: name an exported file")
+            if st.st_size > MAX_FILE:
+                raise OSError(f"it is larger than {MAX_FILE // 2**20} MB")
+            with open(fd, "rb", closefd=False) as f:
+                data = f.read(MAX_FILE + 1)
+        finally:
+            os.close(fd)
+        if len(data) > MAX_FILE:
+            raise OSError(f"it is larger than {MAX_FILE // 2**20} MB")
+        before = stamp_of(st)
+        if stamp(path) == before:
+            break
+    return data, before
 
 
 def parse(text: str, kind: str, path: str, line: int, shown: str, file: str = "") -> Library:
@@ -101,7 +143,9 @@ _SPACE = re.compile(r"\s+")
 
 
 def _text(value: Any) -> str:
-    return _SPACE.sub(" ", clean_xml(value)).strip() if isinstance(value, str) else ""
+    if not isinstance(value, str):
+        return ""
+    return _SPACE.sub(" ", clean_xml(value[:MAX_FIELD])).strip()
 
 
 def _bibtex(text: str, shown: str) -> Iterator[LibraryItem | Diagnostic]:
@@ -121,6 +165,7 @@ def _bibtex(text: str, shown: str) -> Iterator[LibraryItem | Diagnostic]:
         why = str(getattr(error, "abort_reason", None) or error or "").strip()
         why = why.splitlines()[0] if why else type(block).__name__
         found.append((line, Diagnostic(shown, line, f"could not be read: {why}")))
+    latex = _Latex()
     for entry in library.entries:
         fields = {f.key.lower(): f.value for f in entry.fields}
         line = (entry.start_line or 0) + 1
@@ -130,7 +175,12 @@ def _bibtex(text: str, shown: str) -> Iterator[LibraryItem | Diagnostic]:
         arxiv = fields.get("eprint") if prefix == "arxiv" else fields.get("arxivid")
         arxiv = arxiv or fields.get("number")
         urls = [u for u in (fields.get("url"), fields.get("eprint")) if isinstance(u, str)]
-        title, abstract = _latex(fields.get("title")), _latex(fields.get("abstract"))
+        try:
+            title, abstract = latex(fields.get("title")), latex(fields.get("abstract"))
+        except RecursionError:
+            why = "could not be read: its LaTeX is nested too deep to decode"
+            found.append((line, Diagnostic(shown, line, why)))
+            continue
         found.append((line, _item(shown, line, title, abstract, fields.get("doi"), urls, arxiv)))
     for _line, item in sorted(found, key=lambda f: f[0]):
         yield item
@@ -138,18 +188,34 @@ def _bibtex(text: str, shown: str) -> Iterator[LibraryItem | Diagnostic]:
 
 # What only LaTeX can say: a command, math, a comment, a tie, ligatures (`--`, ``...'').
 _LATEX = re.compile(r"[\\$%~]|--|``|''")
+# pylatexenc decodes ~200 kB a second, so the work is bounded: a field is decoded up to
+# MAX_FIELD characters (an abstract is a few thousand; arXiv's stop at 1,920), the rest
+# of it dropped, and a file up to MAX_DECODED characters in all; past that its fields keep
+# their text with the braces dropped, undecoded. (A 19 MB abstract with LaTeX in it took
+# over 300 s and 1.5 GB; a 10,000-item library with LaTeX in every abstract stays ~10 s.)
+MAX_FIELD = 20_000
+MAX_DECODED = 2_000_000
 
 
-def _latex(value: Any) -> Any:
-    """Return a BibTeX field's text: LaTeX decoded by pylatexenc (as bibtexparser's
-    LatexDecodingMiddleware does, math kept), or, for text whose only LaTeX is braces
-    (`{MineDraft}: {A} {Framework}`, nearly every title), the braces dropped: decoding a
-    10,000-item library took 17 s, nearly all of it on text with nothing to decode."""
-    if not isinstance(value, str):
-        return value
-    if not _LATEX.search(value):
-        return value.replace("{", "").replace("}", "") if "{" in value else value
-    return _decoder().latex_to_text(value)
+class _Latex:
+    """A BibTeX field's text, LaTeX decoded, within one file's budget (see MAX_DECODED)."""
+
+    def __init__(self) -> None:
+        self.left = MAX_DECODED
+
+    def __call__(self, value: Any) -> Any:
+        """Return a BibTeX field's text: LaTeX decoded by pylatexenc (as bibtexparser's
+        LatexDecodingMiddleware does, math kept), or, for text whose only LaTeX is braces
+        (`{MineDraft}: {A} {Framework}`, nearly every title), the braces dropped: decoding
+        a 10,000-item library took 17 s, nearly all of it on text with nothing to decode.
+        Raises RecursionError for LaTeX nested deeper than pylatexenc follows."""
+        if not isinstance(value, str):
+            return value
+        value = value[:MAX_FIELD]
+        if not _LATEX.search(value) or len(value) > self.left:
+            return value.replace("{", "").replace("}", "") if "{" in value else value
+        self.left -= len(value)
+        return _decoder().latex_to_text(value)
 
 
 @cache
@@ -204,6 +270,9 @@ def _csljson(text: str, shown: str) -> Iterator[LibraryItem | Diagnostic]:
         except json.JSONDecodeError as e:
             yield Diagnostic(shown, e.lineno, f"could not be read: {e.msg}")
             return  # the rest of the list cannot be found either
+        except RecursionError:  # arrays or objects nested deeper than the decoder follows
+            yield Diagnostic(shown, line, "could not be read: nested too deep")
+            return
         at = _skip_space(text, at)
         if text.startswith(",", at):
             at = _skip_space(text, at + 1)
