@@ -27,7 +27,7 @@ def check(
 ) -> None:  # fmt: skip
     """Validate the config; show what each topic matches among the stored papers."""
     from feeds.config import warnings
-    from feeds.match.report import explained, reported, topic_of
+    from feeds.match.report import explained, library_warnings, reported, topic_of
     from feeds.state import Store, exists
 
     show = sys.stderr.isatty() and not quiet and not as_json
@@ -67,11 +67,11 @@ def check(
                     where = str(config.subscriptions_path)
                     doc["like"], more = report(store, config.topics, where)
                     lines += more
-                elif any(t.criteria.library for t in config.topics):  # no papers yet
+                elif any(t.criteria.library for t in config.topics):  # no papers yet, or -q
                     from feeds.match.likes import library_report
 
                     doc["libraries"], more = library_report(config.topics)
-                    lines += more
+                    lines += library_warnings(config.topics) if quiet else more
         finally:
             if store is not None:
                 store.close()

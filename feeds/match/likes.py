@@ -275,15 +275,21 @@ def scorer(store: Store, likes: Sequence[LikeTopic]) -> Scorer:
     return made
 
 
-def reason(df: DocFreq, s: Similar, paper: Paper, topic: LikeTopic) -> str:
+def reason(
+    df: DocFreq, s: Similar, paper: Paper, topic: LikeTopic, *, width: int | None = None
+) -> str:
     """Return why a topic by example takes a paper, as its item says it: the example it
     is most similar to, how much, and the words that weighed most ("MineDraft (0.41):
-    speculative, draft, 推测解码"; a long example quoted briefly)."""
+    speculative, draft, 推测解码"; a long example quoted briefly). `width` quotes the
+    example by at most that many characters: what is cut is its name, never the score
+    and the words, which are what explains."""
     from feeds.match.explain import words
     from feeds.match.similar import paper_text
+    from feeds.words import shorten
 
     found = words(df, paper_text(paper), topic.like[s.example].text)
-    return f"{s.label} ({s.score:.2f})" + (f": {', '.join(found)}" if found else "")
+    label = s.label if width is None else shorten(s.label, width)
+    return f"{label} ({s.score:.2f})" + (f": {', '.join(found)}" if found else "")
 
 
 NEAR = 0.7  # `feeds check` shows the papers scoring this fraction of a threshold or more
@@ -322,9 +328,10 @@ def report(
         lines.append(f"  {topic.id}: {count(len(taken), 'paper')} like {shorten(examples, 60)}"
                      f" (min_similarity {like.min_similarity:g})")  # fmt: skip
         lines += [line for lib in topic.criteria.library for line in library_lines(lib, "    ")]
-        lines += [f"      {_line(df, papers[s.index], s, like, why)}" for s in taken[:10]]
-        if len(taken) > 10:
-            lines.append(f"      … and {len(taken) - 10:,} more")
+        shown = taken if why else taken[:10]  # `--explain` lists every paper it takes
+        lines += [f"      {_line(df, papers[s.index], s, like, why)}" for s in shown]
+        if len(taken) > len(shown):
+            lines.append(f"      … and {len(taken) - len(shown):,} more")
         if unliked:
             lines.append("    removed by unlike (more like an unlike example):")
             lines += [f"      {s.score:.2f}  {shorten(papers[s.index].title, 60)}: more like"
@@ -351,7 +358,7 @@ def _line(df: DocFreq, paper: Paper, s: Similar, like: LikeTopic, why: bool) -> 
     from feeds.words import shorten
 
     line = f"{s.score:.2f}  {shorten(paper.title, 80)}"
-    return f"{line} — similar to {shorten(reason(df, s, paper, like), 80)}" if why else line
+    return f"{line} — similar to {reason(df, s, paper, like, width=60)}" if why else line
 
 
 def library_report(topics: Sequence[Topic]) -> tuple[dict[str, Any], list[str]]:

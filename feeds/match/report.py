@@ -243,6 +243,21 @@ def report_lines(
     return lines
 
 
+def library_warnings(topics: Sequence[Topic], most: int = 20) -> list[str]:
+    """Return what `feeds check -q` says of the topics' libraries: each item skipped, as a
+    topic's warning (`id: warning: library refs.bib: skipped refs.bib:7: no title`), the
+    first `most` of a library; nothing of a library that gave every item (cron mails
+    every line, and a library read whole is no news)."""
+    lines = []
+    for topic in topics:
+        for lib in topic.criteria.library:
+            said = f"{topic.id}: warning: library {lib.path}:"
+            lines += [f"{said} skipped {d}" for d in lib.skipped[:most]]
+            if len(lib.skipped) > most:
+                lines.append(f"{said} … and {len(lib.skipped) - most:,} more skipped")
+    return lines
+
+
 def topic_of(config: Config, topic_id: str) -> Topic:
     """Return the topic of that id, or raise ConfigError (a usage error) with a suggestion."""
     for topic in config.topics:
