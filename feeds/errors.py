@@ -35,6 +35,22 @@ class ConfigError(FeedsError):
     """The subscriptions or settings cannot be used; nothing was written."""
 
 
+class ConfigErrors(ConfigError):
+    """Every error of one config file, in the file's order: fixing them takes one run, not
+    one run each. `message`, `file` and `line` are the first's, with the others' lines
+    after its message, so that str() says each at its own place, one a line."""
+
+    def __init__(self, errors: tuple[ConfigError, ...]) -> None:
+        first = errors[0]
+        rest = "".join(f"\n{e}" for e in errors[1:])
+        super().__init__(first.message + rest, file=first.file, line=first.line)
+        self.errors = errors
+
+    # Exceptions unpickle by calling the class with `args` (here the joined message).
+    def __reduce__(self) -> tuple[type[ConfigErrors], tuple[tuple[ConfigError, ...]]]:
+        return type(self), (self.errors,)
+
+
 class DigestRejected(FeedsError):
     """A whole digest file is unusable (not text, an HTML page, no records)."""
 

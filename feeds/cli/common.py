@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from feeds.config import load
-from feeds.errors import ConfigError, FeedsError, LockHeld, exit_status
+from feeds.errors import ConfigError, ConfigErrors, FeedsError, LockHeld, exit_status
 from feeds.settings import Config, check_places, public_place, state_place
 
 DEFAULT_SUBSCRIPTIONS = Path("config/subscriptions.yaml")
@@ -110,7 +110,10 @@ def inbox_exists(config: Config, options: tuple[Path, ...]) -> None:
 def fail(e: FeedsError) -> None:
     # A command run once is not run again by anyone: the user is (`feeds watch` says its own).
     advice = ". Try again when it has finished" if isinstance(e, LockHeld) else ""
-    click.echo(f"error: {e}{advice}", err=True)
+    # Each error of a config file on a line of its own, as `error: file:line: ...`: the
+    # form editors and grep read, for the second error as for the first.
+    for each in e.errors if isinstance(e, ConfigErrors) else (e,):
+        click.echo(f"error: {each}{advice}", err=True)
     sys.exit(exit_status(e))
 
 

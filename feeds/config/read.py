@@ -10,13 +10,13 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import yaml
 
 from feeds.config.library import load as load_library
 from feeds.config.yamlfile import compose, line_of, scalar, text_lists
-from feeds.errors import ConfigError
+from feeds.errors import ConfigError, ConfigErrors
 from feeds.match.terms import check_term, regex_source
 from feeds.model import Diagnostic
 from feeds.settings import (
@@ -27,7 +27,7 @@ from feeds.settings import (
     public_place,
     state_place,
 )
-from feeds.text import clean_xml
+from feeds.text import clean_xml, fold
 from feeds.topics import DEFAULT_FIELDS, FIELDS, Criteria, Topic
 from feeds.urls import http_url_problem
 from feeds.words import did_you_mean
@@ -44,6 +44,7 @@ MAX_CONCURRENCY = 1_000  # links.concurrency and per_host: a thread each
 MAX_LOOKUPS = 1_000_000  # links.lookups_per_run
 MAX_DAYS = 365  # every duration
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def parse_duration(text: str) -> float:
@@ -62,13 +63,43 @@ _TYPE_WORDS: dict[type, str] = {
 
 
 class _Reader:
-    """Typed access to YAML nodes, raising ConfigError at the node's line."""
+    """Typed access to YAML nodes, raising ConfigError at the node's line.
 
-    def __init__(self, path: Path) -> None:
+    Given a list of `errors`, it collects them instead where the caller says it may go on
+    (see attempt): a user fixes every mistake of a file after one run, not one per run.
+    Without one, the first error is raised.
+    """
+
+    def __init__(self, path: Path, errors: list[ConfigError] | None = None) -> None:
         self.path = path
+        self.errors = errors
 
     def fail(self, node: yaml.Node, message: str) -> ConfigError:
         return ConfigError(message, file=str(self.path), line=line_of(node))
+
+    def note(self, error: ConfigError) -> None:
+        """Collect an error after which reading can go on, or raise it."""
+        if self.errors is None:
+            raise error
+        self.errors.extend(error.errors if isinstance(error, ConfigErrors) else (error,))
+
+    def attempt(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
+        """Return fn's value, or None when it failed and its error was collected."""
+        if self.errors is None:
+            return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except ConfigError as e:
+            self.note(e)
+            return None
+
+    def failed_since(self, count: int) -> bool:
+        """Whether an error was collected since there were `count`."""
+        return self.errors is not None and len(self.errors) > count
+
+    @property
+    def count(self) -> int:
+        return 0 if self.errors is None else len(self.errors)
 
     def mapping(self, node: yaml.Node, allowed: tuple[str, ...], what: str) -> dict[str, yaml.Node]:
         if not isinstance(node, yaml.MappingNode):
@@ -79,7 +110,10 @@ class _Reader:
             if name not in allowed:
                 suggestion = did_you_mean(name, allowed)
                 known = ", ".join(allowed)
-                raise self.fail(key, f"unknown key {name!r} in {what}{suggestion} (known: {known})")
+                self.note(
+                    self.fail(key, f"unknown key {name!r} in {what}{suggestion} (known: {known})")
+                )
+                continue
             out[name] = value
         return out
 
@@ -122,12 +156,20 @@ class _Reader:
         return list(node.value)
 
     def texts(self, node: yaml.Node, what: str) -> tuple[str, ...]:
-        return tuple(self.text(item, what) for item in self.items(node, what))
+        return self.every(self.items(node, what), lambda item: self.text(item, what))
 
-    def each(self, node: yaml.Node, what: str, fn: Callable[[yaml.Node], T]) -> tuple[T, ...]:
+    def each(
+        self, node: yaml.Node, what: str, fn: Callable[[yaml.Node], T | None]
+    ) -> tuple[T, ...]:
         if not isinstance(node, yaml.SequenceNode):
             raise self.fail(node, f"{what} must be a list")
-        return tuple(fn(item) for item in node.value)
+        return self.every(node.value, fn)
+
+    def every(
+        self, nodes: Iterable[yaml.Node], fn: Callable[[yaml.Node], T | None]
+    ) -> tuple[T, ...]:
+        """Return fn of each node, those that failed (or gave None) left out."""
+        return tuple(v for v in (self.attempt(fn, n) for n in nodes) if v is not None)
 
 
 def _read(path: Path) -> yaml.Node | None:
@@ -147,108 +189,181 @@ _TOPIC_KEYS = ("id", "title", "description", *_CRITERIA, "max_items", "min_simil
 
 
 def read_subscriptions(path: Path) -> tuple[Topic, ...]:
-    """Return the topics of a subscriptions file, or raise ConfigError."""
-    r = _Reader(path)
+    """Return the topics of a subscriptions file, or raise ConfigError: every error of the
+    file at once (ConfigErrors, in the file's order) when there are several. A YAML syntax
+    error stops at once: past it there is nothing to read."""
     root = _read(path)
     if root is None:
         raise ConfigError("the file is empty; it needs a 'topics:' list", file=str(path))
-    top = r.mapping(root, ("topics",), "the subscriptions file")
-    if "topics" not in top:
-        raise r.fail(root, "missing 'topics:' list")
-    seen: dict[str, int] = {}
-    topics = r.each(top["topics"], "topics", lambda node: _topic(r, node))
-    for topic in topics:
-        if topic.id in seen:
-            raise ConfigError(
-                f"duplicate topic id {topic.id!r} (first at line {seen[topic.id]})",
-                file=str(path),
-                line=topic.line,
-            )
-        seen[topic.id] = topic.line
+    errors: list[ConfigError] = []
+    r = _Reader(path, errors)
+    topics = r.attempt(_topics, r, root)
+    if errors:
+        ordered = sorted(errors, key=lambda e: e.line or 0)
+        raise ordered[0] if len(ordered) == 1 else ConfigErrors(tuple(ordered))
+    assert topics is not None  # no error collected: it returned
     return topics
 
 
+def _topics(r: _Reader, root: yaml.Node) -> tuple[Topic, ...]:
+    top = r.mapping(root, ("topics",), "the subscriptions file")
+    if "topics" not in top:
+        if r.count:  # `topic:` mistyped: said as an unknown key, with the suggestion
+            return ()
+        raise r.fail(root, "missing 'topics:' list")
+    seen: dict[str, int] = {}
+    return r.each(top["topics"], "topics", lambda node: _topic(r, node, seen))
+
+
 def _terms(r: _Reader, node: yaml.Node, what: str) -> tuple[str, ...]:
-    terms = []
-    for item in r.items(node, what):
-        term = r.text(item, what)
-        if term.strip() == "//":
-            raise r.fail(item, f"bad term {term!r} in {what}: an empty regular expression")
-        try:
-            check_term(term)
-        except re.error as e:
-            raise r.fail(item, f"bad term {term!r} in {what}: {e}") from e
-        terms.append(term)
-    return tuple(terms)
+    return r.every(r.items(node, what), lambda item: _term(r, item, what))
+
+
+def _term(r: _Reader, item: yaml.Node, what: str) -> str:
+    term = r.text(item, what)
+    if term.strip() == "//":
+        raise r.fail(item, f"bad term {term!r} in {what}: an empty regular expression")
+    try:
+        check_term(term)
+    except re.error as e:
+        raise r.fail(item, f"bad term {term!r} in {what}: {e}") from e
+    # Inside a term a `*` would be the character itself, which is rarely meant and then
+    # matches next to nothing, silently; a regular expression says either meaning. Not in
+    # an institution's name, where it is the name's own (A*STAR).
+    if what != "institutions" and regex_source(term) is None and "*" in fold(term).rstrip("*"):
+        wildcard, literal = _star_regexes(term)
+        raise r.fail(
+            item,
+            f"bad term {term!r} in {what}: a '*' makes a prefix only at a term's end ('LLM*'"
+            f" matches 'LLMs'); inside a term write a regular expression: {wildcard} for any"
+            f" letters there, {literal} for the '*' itself",
+        )
+    return term
+
+
+_REGEX_SYNTAX = re.compile(r"[\\.^$|?+()\[\]{}]")
+
+
+def _star_regexes(term: str) -> tuple[str, str]:
+    """Return the /regex/ terms a term with a `*` inside may mean: the `*` as letters (a
+    lone `*` as a word), and as itself."""
+    words = [_REGEX_SYNTAX.sub(lambda m: "\\" + m.group(), w) for w in term.split()]
+    wildcard = [r"\w+" if not w.strip("*") else w.replace("*", r"\w*") for w in words]
+    literal = [w.replace("*", r"\*") for w in words]
+    return "/" + " ".join(wildcard) + "/", "/" + " ".join(literal) + "/"
 
 
 def _all_group(r: _Reader, node: yaml.Node) -> tuple[str, ...]:
-    group = _terms(r, node, "all")
-    if not group:
+    if not r.items(node, "all"):
         raise r.fail(node, "an item of 'all' is an empty list; give it at least one term")
-    return group
+    return _terms(r, node, "all")
 
 
-def _topic(r: _Reader, node: yaml.Node) -> Topic:
-    m = r.mapping(node, _TOPIC_KEYS, "a topic")
-    for required in ("id", "title"):
-        if required not in m:
-            raise r.fail(node, f"a topic needs {required!r}")
-    topic_id = r.text(m["id"], "id")
+def _topic_id(r: _Reader, node: yaml.Node) -> str:
+    topic_id = r.text(node, "id")
     if topic_id in RESERVED_IDS:
-        raise r.fail(
-            m["id"], f"topic id {topic_id!r} is reserved (it names the feed of all papers)"
-        )
+        raise r.fail(node, f"topic id {topic_id!r} is reserved (it names the feed of all papers)")
     if len(topic_id) > TOPIC_ID_MAX and TOPIC_ID.match(topic_id[:TOPIC_ID_MAX]):
         raise r.fail(
-            m["id"],
+            node,
             f"topic id {topic_id[:20]}… is {len(topic_id)} characters long; at most"
             f" {TOPIC_ID_MAX} (it becomes a file name)",
         )
     if not TOPIC_ID.match(topic_id):
         raise r.fail(
-            m["id"],
+            node,
             f"topic id {topic_id!r} must be lowercase letters, digits and hyphens "
             "(it becomes a file name), e.g. 'speculative-decoding'",
         )
-    fields: tuple[str, ...] = DEFAULT_FIELDS
-    if "fields" in m:
-        fields = r.texts(m["fields"], "fields")
-        for item, name in zip(r.items(m["fields"], "fields"), fields, strict=True):
-            if name not in FIELDS:
-                suggestion = did_you_mean(name, FIELDS)
-                known = ", ".join(FIELDS)
-                raise r.fail(item, f"unknown field {name!r}{suggestion} (known: {known})")
-    all_groups: tuple[tuple[str, ...], ...] = ()
-    if "all" in m:
-        all_groups = r.each(m["all"], "all", lambda item: _all_group(r, item))
-    libraries = r.items(m["library"], "library") if "library" in m else []
+    return topic_id
+
+
+def _fields(r: _Reader, node: yaml.Node) -> tuple[str, ...]:
+    def field(item: yaml.Node) -> str:
+        name = r.text(item, "fields")
+        if name not in FIELDS:
+            suggestion = did_you_mean(name, FIELDS)
+            known = ", ".join(FIELDS)
+            raise r.fail(item, f"unknown field {name!r}{suggestion} (known: {known})")
+        return name
+
+    return r.every(r.items(node, "fields"), field)
+
+
+# Each a positive criterion (Criteria.positive): one that failed to read may have been it.
+_POSITIVE = ("any", "all", "authors", "institutions", "venues", "like", "library")
+
+
+def _topic(r: _Reader, node: yaml.Node, seen: dict[str, int]) -> Topic | None:
+    """Return the topic, or None when it has errors (collected in r, each key read on)."""
+    start = r.count
+    m = r.mapping(node, _TOPIC_KEYS, "a topic")
+    # A mistyped key (`titel:`) was said with the key it was likely meant as: that key is
+    # not said again as missing, nor judged as left out.
+    failed = _meant(node, _TOPIC_KEYS)
+    for required in ("id", "title"):
+        if required not in m and required not in failed:
+            r.note(r.fail(node, f"a topic needs {required!r}"))
+
+    def read(key: str, fn: Callable[[yaml.Node], T]) -> T | None:
+        if key not in m:
+            return None
+        before = r.count
+        value = r.attempt(fn, m[key])
+        if r.failed_since(before):
+            failed.add(key)
+        return value
+
+    topic_id = read("id", lambda n: _topic_id(r, n))
+    if topic_id is not None:
+        if topic_id in seen:
+            r.note(
+                r.fail(node, f"duplicate topic id {topic_id!r} (first at line {seen[topic_id]})")
+            )
+        else:
+            seen[topic_id] = line_of(node)
+    title = read("title", lambda n: r.text(n, "title"))
+    description = read("description", lambda n: r.text(n, "description"))
+    fields = read("fields", lambda n: _fields(r, n))
+    all_groups = read("all", lambda n: r.each(n, "all", lambda item: _all_group(r, item)))
+    library = read("library", lambda n: r.every(
+        r.items(n, "library"), lambda i: load_library(r.path, r.text(i, "library"), line_of(i))
+    ))  # fmt: skip
     criteria = Criteria(
-        any=_terms(r, m["any"], "any") if "any" in m else (),
-        all=all_groups,
-        none=_terms(r, m["none"], "none") if "none" in m else (),
-        fields=fields,
-        authors=r.texts(m["authors"], "authors") if "authors" in m else (),
-        institutions=_terms(r, m["institutions"], "institutions") if "institutions" in m else (),
-        venues=r.texts(m["venues"], "venues") if "venues" in m else (),
-        like=r.texts(m["like"], "like") if "like" in m else (),
-        unlike=r.texts(m["unlike"], "unlike") if "unlike" in m else (),
-        min_similarity=_similarity(r, m["min_similarity"]) if "min_similarity" in m else None,
-        library=tuple(load_library(r.path, r.text(i, "library"), line_of(i)) for i in libraries),
+        any=read("any", lambda n: _terms(r, n, "any")) or (),
+        all=all_groups or (),
+        none=read("none", lambda n: _terms(r, n, "none")) or (),
+        fields=DEFAULT_FIELDS if fields is None else fields,
+        authors=read("authors", lambda n: r.texts(n, "authors")) or (),
+        institutions=read("institutions", lambda n: _terms(r, n, "institutions")) or (),
+        venues=read("venues", lambda n: r.texts(n, "venues")) or (),
+        like=read("like", lambda n: r.texts(n, "like")) or (),
+        unlike=read("unlike", lambda n: r.texts(n, "unlike")) or (),
+        min_similarity=read("min_similarity", lambda n: _similarity(r, n)),
+        library=library or (),
     )
+    max_items = read("max_items", lambda n: _count(r, n, "max_items", 1, MAX_ITEMS))
+    # What follows judges the values read: one that failed is not judged again.
     if not criteria.positive:
-        raise r.fail(
-            node,
-            f"topic {topic_id!r} has no positive criterion; give at least one of any, all, authors,"
-            " institutions, venues, like, library ('none' alone would match everything)",
-        )
-    for key in _CRITERIA:  # `any: []` beside other criteria would be no criterion at all
-        if key in m and isinstance(m[key], yaml.SequenceNode) and not m[key].value:
-            raise r.fail(m[key], f"{key} must not be empty")
-    for key in ("unlike", "min_similarity"):
-        if key in m and not criteria.by_example:
-            raise r.fail(m[key], f"{key} needs like: or library: examples to compare papers with")
-    max_items = _count(r, m["max_items"], "max_items", 1, MAX_ITEMS) if "max_items" in m else None
+        if not failed.intersection(_POSITIVE):
+            r.note(r.fail(
+                node,
+                f"{_named(topic_id)} has no positive criterion; give at least one of any, all,"
+                " authors, institutions, venues, like, library ('none' alone would match"
+                " everything)",
+            ))  # fmt: skip
+    else:
+        for key in _CRITERIA:  # `any: []` beside other criteria would be no criterion at all
+            if key in m and isinstance(m[key], yaml.SequenceNode) and not m[key].value:
+                r.note(r.fail(m[key], f"{key} must not be empty"))
+    if not criteria.by_example and not failed.intersection(("like", "library")):
+        for key in ("unlike", "min_similarity"):
+            if key in m:
+                r.note(
+                    r.fail(m[key], f"{key} needs like: or library: examples to compare papers with")
+                )
+    if r.failed_since(start) or topic_id is None or title is None:
+        return None
     commas = [  # valid, but `any: a, b` is one term: said by `feeds check`
         Diagnostic(str(r.path), line_of(item), warning)
         for key in ("any", "all", "none") if key in m
@@ -257,14 +372,29 @@ def _topic(r: _Reader, node: yaml.Node) -> Topic:
     ]  # fmt: skip
     return Topic(
         id=topic_id,
-        title=r.text(m["title"], "title"),
+        title=title,
         criteria=criteria,
-        description=r.text(m["description"], "description") if "description" in m else None,
+        description=description,
         max_items=max_items,
         line=line_of(node),
         warnings=tuple(commas),
         examples=tuple(line_of(i) for k in ("like", "unlike") if k in m for i in r.items(m[k], k)),
     )
+
+
+def _meant(node: yaml.Node, allowed: tuple[str, ...]) -> set[str]:
+    """Return the keys that the unknown keys of a mapping are closest to (as did_you_mean
+    suggests them)."""
+    unknown = [str(k.value) for k, _v in node.value if str(k.value) not in allowed]
+    if not unknown:
+        return set()
+    import difflib
+
+    return {hint for name in unknown for hint in difflib.get_close_matches(name, allowed, n=1)}
+
+
+def _named(topic_id: str | None) -> str:
+    return "the topic" if topic_id is None else f"topic {topic_id!r}"
 
 
 def _similarity(r: _Reader, node: yaml.Node) -> float:
