@@ -11,8 +11,14 @@ import uuid
 from urllib.parse import unquote
 
 # XML 1.0 forbids C0 controls other than tab/newline/CR, lone surrogates and U+FFFE/U+FFFF;
-# C1 controls are allowed but feed validators flag them and no digest means them.
-_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+# C1 controls are allowed but feed validators flag them and no digest means them. Nor does
+# any digest mean the bidi embeddings, overrides and isolates (U+202A-U+202E,
+# U+2066-U+2069): one left open in an author's name turns the rest of the line around, on
+# a page, in a feed reader and in a reference manager.
+_BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069"
+_XML_FORBIDDEN = re.compile(
+    f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff{_BIDI_CONTROLS}]"
+)
 
 # Han, kana, hangul and CJK punctuation/compat/fullwidth blocks.
 CJK_CLASS = (
@@ -27,14 +33,26 @@ PAPER_NAMESPACE = uuid.UUID("8f4e6f2a-5d1c-4a7e-9b0e-3c2f1a6d7e50")
 
 
 def clean_xml(text: str) -> str:
-    """Return text without the characters that XML (or a feed validator) rejects."""
+    """Return text without the characters that XML (or a feed validator) rejects, and
+    without bidi controls."""
     return _XML_FORBIDDEN.sub("", text)
 
 
+_BIDI = re.compile(f"[{_BIDI_CONTROLS}]")
+
+
+def strip_bidi(text: str) -> str:
+    """Return text without bidi controls: for what carries any other text as it is (JSON,
+    BibTeX, RIS)."""
+    return _BIDI.sub("", text)
+
+
 # The same characters in UTF-8 (which has no surrogates): C0 and DEL are single bytes, C1
-# controls are \xc2\x80-\xc2\x9f (\xc2 is rare in CJK text, unlike U+FFFE's \xef).
+# controls are \xc2\x80-\xc2\x9f (\xc2 is rare in CJK text, unlike U+FFFE's \xef), bidi
+# controls \xe2\x80\xaa-\xae and \xe2\x81\xa6-\xa9.
 _C0_BYTES = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
 _C1_BYTES = re.compile(rb"\xc2[\x80-\x9f]")
+_BIDI_BYTES = re.compile(rb"\xe2(?:\x80[\xaa-\xae]|\x81[\xa6-\xa9])")
 
 
 def is_xml_clean(content: bytes, text: str) -> bool:
@@ -45,6 +63,7 @@ def is_xml_clean(content: bytes, text: str) -> bool:
     return (
         len(content.translate(None, _C0_BYTES)) == len(content)
         and not (b"\xc2" in content and _C1_BYTES.search(content))
+        and not (b"\xe2" in content and _BIDI_BYTES.search(content))
         and "\ufffe" not in text
         and "\uffff" not in text
     )

@@ -4,6 +4,7 @@ renderer uses. Pure: same paper in, same text out."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from markupsafe import escape
 
@@ -64,42 +65,57 @@ def linkify(text: str) -> str:
     return "".join(out)
 
 
-def _institutions(paper: Paper) -> str:
+def bdi(html: str) -> str:
+    """Return HTML in a bidi isolate: a right-to-left override or embedding that a digest's
+    text leaves open turns that text around, and not the rest of its line."""
+    return f"<bdi>{html}</bdi>"
+
+
+def _as_is(html: str) -> str:
+    return html
+
+
+def _institutions(paper: Paper, isolated: Callable[[str], str]) -> str:
     names = []
     for i in paper.institutions:
-        name = esc(i.name)
+        name = isolated(esc(i.name))
         if i.name_zh and i.name_zh != i.name:
-            name += f' (<span lang="zh">{esc(i.name_zh)}</span>)'
+            name += f' (<span lang="zh">{isolated(esc(i.name_zh))}</span>)'
         names.append(name)
     return "; ".join(names)
 
 
-def content_html(paper: Paper, links: tuple[Link, ...]) -> str:
+def content_html(paper: Paper, links: tuple[Link, ...], *, isolate: bool = False) -> str:
     """Return the body of a paper as HTML: shared by its feed items and its page.
 
     Plain Python rather than a template: a full build renders it for every paper (a million
     pages) and for every feed item, and this is several times faster than Jinja's macro.
     Every value is escaped as autoescape would. The AI summary says it is machine-written;
-    the links come last, each with its status in words."""
+    the links come last, each with its status in words.
+
+    `isolate` (a page): each text of the digest that is not a paragraph of its own is a
+    bidi isolate (see bdi). A feed's text has its bidi controls removed instead (see
+    render.py)."""
+    isolated = bdi if isolate else _as_is
     out = ""
     if paper.title_zh:
         out += f'<p lang="zh"><strong>{esc(paper.title_zh)}</strong></p>'
     if paper.authors:
-        out += f"<p>{', '.join(map(esc, paper.authors))}</p>"
+        out += f"<p>{', '.join(isolated(esc(a)) for a in paper.authors)}</p>"
     if paper.institutions:
         # Not in italics: a browser slants CJK text it has no italic for.
-        out += f'<p class="inst">{_institutions(paper)}</p>'
+        out += f'<p class="inst">{_institutions(paper, isolated)}</p>'
     if paper.abstract:
         out += f"<p><strong>Abstract.</strong> {esc(paper.abstract)}</p>"
     if paper.summary:
         out += f'<p><strong>{AI_LABEL}:</strong> <span lang="zh">{esc(paper.summary)}</span></p>'
     about = []
     if paper.venue:
-        about.append(f"Venue: {esc(paper.venue)}")
+        about.append(f"Venue: {isolated(esc(paper.venue))}")
     if paper.comments:
-        about.append(f"Comments: {linkify(paper.comments)}")
+        about.append(f"Comments: {isolated(linkify(paper.comments))}")
     if paper.journal_ref:
-        about.append(f"Journal ref: {linkify(paper.journal_ref)}")
+        about.append(f"Journal ref: {isolated(linkify(paper.journal_ref))}")
     if about:
         out += f"<p>{'<br>'.join(about)}</p>"
     out += "\n"

@@ -17,7 +17,7 @@ from markupsafe import Markup, escape
 
 from feeds.match.hits import matched_text
 from feeds.model import Hit, Item, Link, Paper
-from feeds.publish.content import blurb, content_html, esc
+from feeds.publish.content import bdi, blurb, content_html, esc
 from feeds.publish.formats import DISCOVERY, FEED_FORMATS, LIST_FORMATS
 from feeds.publish.paths import ALL
 from feeds.publish.view import (
@@ -33,6 +33,7 @@ from feeds.publish.view import (
     topic_path,
 )
 from feeds.state.records import ListRow
+from feeds.text import strip_bidi
 from feeds.words import first_authors
 
 if TYPE_CHECKING:
@@ -201,17 +202,20 @@ def _chunks(lines: Iterable[str], size: int = 100) -> Iterator[Markup]:
 def details_html(authors: Sequence[str], summary: str | None, abstract: str | None) -> str:
     """Return the lines of a reading-list row that depend on the paper alone: its first
     authors and a one-line summary (the AI summary's first sentence, labelled; else the
-    abstract's)."""
+    abstract's). Each text of the digest is a bidi isolate (see bdi), as in row_ends."""
     out = ""
     if authors:
         named, more = first_authors(authors)
-        shown = ", ".join(map(esc, named))
+        shown = ", ".join(bdi(esc(a)) for a in named)
         out += f'<br><span class="au">{shown}{" et al." if more else ""}</span>'
     text, ai = blurb(summary, abstract)
     if ai:
-        out += f'<br><span class="sum">AI summary: <span lang="zh">{esc(text)}</span></span>'
+        out += (
+            f'<br><span class="sum">AI summary: <span lang="zh" dir="auto">{esc(text)}</span>'
+            "</span>"
+        )
     elif text:
-        out += f'<br><span class="sum">{esc(text)}</span>'
+        out += f'<br><span class="sum" dir="auto">{esc(text)}</span>'
     return out
 
 
@@ -241,11 +245,11 @@ def _reading_row(root: str, row: ListRow, links: tuple[Link, ...], details: str)
 def row_ends(row: ListRow, links: tuple[Link, ...], details: str) -> tuple[str, str]:
     """Return what a paper's reading-list line holds before and after what its topic says
     of it (when it was added and why it matched): the same in every topic that lists it,
-    made once (see row_with)."""
+    made once (see row_with). Each text of the digest is a bidi isolate (see bdi)."""
     _paper_id, title, title_zh, _venue, _entered, _hits = row
-    head = f"{esc(title)}</a>"
+    head = f"{bdi(esc(title))}</a>"
     if title_zh:
-        head += f'<br><span lang="zh">{esc(title_zh)}</span>'
+        head += f'<br><span lang="zh" dir="auto">{esc(title_zh)}</span>'
     head += details
     tail = "</span>"
     shown = [link for link in links if link.kind in _ROW_KINDS]
@@ -269,7 +273,7 @@ def row_with(root: str, row: ListRow, ends: tuple[str, str]) -> str:
     out = f'<li><a href="{root}{paper_path(paper_id)}">{ends[0]}<br><span class="meta">added '
     out += entered[:10]
     if venue:
-        out += f" · {esc(venue)}"
+        out += f" · {bdi(esc(venue))}"
     if hits:
         out += f" · matched: {_matched_html(hits)}"
     return out + ends[1]
@@ -335,7 +339,7 @@ def render_paper(site: Site, view: PaperView, cited: tuple[Citation, str] | None
         c = cite.citation(p, view.links, view.first_seen, site.url(paper_path(p.paper_id)))
         cited = c, cite.bibtex_entry(c, c.key)
     c, bibtex = cited
-    main = f"<article>\n<h1>{esc(p.title)}</h1>\n{content_html(p, view.links)}\n"
+    main = f"<article>\n<h1>{esc(p.title)}</h1>\n{content_html(p, view.links, isolate=True)}\n"
     if not any(link.kind == "code" for link in view.links):
         searches = look_elsewhere(p.title)
         found = " · ".join(f'<a href="{esc(url)}">{name}</a>' for name, url in searches)
@@ -351,7 +355,8 @@ def render_paper(site: Site, view: PaperView, cited: tuple[Citation, str] | None
         main += "</ul>"
     main += _cite_html(bibtex, view.topics)
     main += "</article>\n"
-    title = esc(f"{p.title} · {site.title}")
+    # A tab's title holds no markup to isolate the paper's with: its bidi controls go.
+    title = esc(f"{strip_bidi(p.title)} · {site.title}")
     return f"{start}{title}{middle}{cite.meta_tags(c)}{before_main}{main}{tail}".encode()
 
 

@@ -34,7 +34,7 @@ from feeds.publish.view import (
     topic_path,
     web_url,
 )
-from feeds.text import PAPER_NAMESPACE, clean_xml
+from feeds.text import PAPER_NAMESPACE, clean_xml, strip_bidi
 
 if TYPE_CHECKING:
     from feedgen.entry import FeedEntry
@@ -383,14 +383,16 @@ def _json_item(site: Site, feed: str, item: Item) -> bytes:
             ],
         },
     }
-    return json.dumps(data, ensure_ascii=False).encode("utf-8")
+    # A paper stored before ingest removed bidi controls may hold one (RSS and Atom lose
+    # them with what XML forbids, see _entry).
+    return strip_bidi(json.dumps(data, ensure_ascii=False)).encode("utf-8")
 
 
 def render_opml(site: Site, feeds: Iterable[FeedView]) -> bytes:
     """Return an OPML 2.0 list of every topic's RSS feed, for importing into a reader."""
     opml = ET.Element("opml", version="2.0")
     head = ET.SubElement(opml, "head")
-    ET.SubElement(head, "title").text = f"{site.title} feeds"
+    ET.SubElement(head, "title").text = site.title  # "paperfeeds", not "paperfeeds feeds"
     body = ET.SubElement(opml, "body")
     group = ET.SubElement(body, "outline", text=site.title, title=site.title)
     for feed in feeds:
