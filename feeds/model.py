@@ -168,6 +168,16 @@ def other_authors(old: Paper, new: Paper) -> bool:
     return not {person_key(a) for a in old.authors} & {person_key(a) for a in new.authors}
 
 
+def same_authors(old: Paper, new: Paper) -> bool:
+    """Return True when two records name the same authors (in any order, accents and case
+    aside): with the same Chinese title, one paper whose English title was revised."""
+    from feeds.text import person_key
+
+    return bool(old.authors) and (
+        {person_key(a) for a in old.authors} == {person_key(a) for a in new.authors}
+    )
+
+
 def _text(value: object) -> str | None:
     """Return a field as the digest wrote it, near enough to tell whether it was cut short."""
     if isinstance(value, tuple):

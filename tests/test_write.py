@@ -70,7 +70,7 @@ def test_an_error_of_the_caller_stops_the_writer_and_is_the_one_raised(
     writers: list[Writer] = []
     in_hand = threading.Event()
 
-    def write_when_told_to_stop(path: Path, data: bytes) -> bool:
+    def write_when_told_to_stop(path: Path, data: bytes) -> tuple[bool, write.Stamp]:
         if not in_hand.is_set():  # the first file is still in hand when the caller fails
             in_hand.set()
             deadline = time.monotonic() + 10

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from feeds import __version__
 from feeds.publish.paths import ALL, ALL_PAGE_SIZE, ICON, SEARCH_PAGE, pages, topic_files
-from feeds.publish.write import Writer, WriteStats, cannot_write, sweep
+from feeds.publish.write import Stamp, Writer, WriteStats, cannot_write, sweep
 from feeds.settings import Config
 from feeds.state import Store
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 # Bumped whenever what the renderers write changes: the next publish writes everything
 # again (and reuses no feed entry written the old way).
-RENDER_FORMAT = 7
+RENDER_FORMAT = 8
 
 
 # What shapes the published files, as text compared on every run (not a hash: hashlib's
@@ -215,11 +215,15 @@ def _publish(
         Publishing,
         Topic,
         feed_view,
+        give_keys,
         page_parts,
+        relative,
         render_part,
         weight,
     )
     from feeds.publish.view import Site
+
+    give_keys(store, progress)
 
     site = Site(title=s.site_title, base_url=s.base_url)
     titles = {t.id: t.title for t in config.topics}
@@ -229,7 +233,7 @@ def _publish(
     changed_in = store.topics_of(changed) if len(changed) <= CHANGED_LOOKUPS else None
     made = {t: _made(owned, t) for t in current}
     plan = Plan(public, site, full, dirty, changed_in, store.created(), counts, titles,
-                s.page_size, made)  # fmt: skip
+                s.page_size, made, stamps={} if full else store.published_stamps())  # fmt: skip
     wanted = {t.id for t in config.topics}
 
     # Items are read for one feed at a time, as it is rendered, and let go after: a full
@@ -270,16 +274,20 @@ def _publish(
     # The search index is built beside them, and named only once they are written.
     searching = early or _begin_search(config, store, full or recheck, dirty["paper"], progress)
     removed, helped = 0, [0, 0]  # files removed; written and unchanged by the helper
+    stamps: dict[str, Stamp] = {}  # of the files the helper wrote (`out` keeps its own)
     with Writer() as out, searching:
 
-        def here(part: Part) -> tuple[int, int, int]:
-            return render_part(plan, store, out, part), 0, 0  # `out` counts what it writes
+        def here(part: Part) -> tuple[int, int, int, dict[str, Stamp]]:
+            return render_part(plan, store, out, part), 0, 0, {}  # `out` counts its own
 
         job = Publishing(plan)
-        for cleared, written, unchanged in shared(store.path, job, parts, weight, here, begin):
+        for cleared, written, unchanged, theirs in shared(
+            store.path, job, parts, weight, here, begin
+        ):
             removed += cleared
             helped[0] += written
             helped[1] += unchanged
+            stamps.update(theirs)
         out.write(public / "feeds.opml", render.render_opml(site, [all_feed, *views]))
         out.write(public / "index.html", html.render_index(site, views, all_feed))
         out.write(public / SEARCH_PAGE, html.render_search(site))
@@ -314,6 +322,7 @@ def _publish(
     if written or removed or searched.shards or searched.topics:
         os.sync()  # one sync for the whole run instead of an fsync per file
     with store.transaction():  # only now: a publish that died is done again next time
+        store.put_published_stamps({**stamps, **relative(public, out.stamps)}, whole=full)
         store.clear_dirty()
         store.set_meta("site", _site_key(config))
         store.set_meta("lists", _lists_key(config))

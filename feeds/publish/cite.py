@@ -18,7 +18,7 @@ from typing import Any, Literal
 from feeds.model import ARXIV, Link, Paper
 from feeds.publish.content import esc
 from feeds.publish.view import web_url
-from feeds.text import arxiv_doi, arxiv_id_of_url, doi_in, doi_of_url
+from feeds.text import arxiv_doi, arxiv_id_of_url, doi_in, doi_of_url, strip_bidi
 
 Kind = Literal["conference", "journal", "preprint"]
 
@@ -50,16 +50,19 @@ class Citation:
     url: str  # its page here: every link it has (its arXiv page among them), the same
     # address Zotero keeps for a saved page; and what tells a file's entries apart
     first_seen: datetime  # the earliest of papers that share a citation key keeps it plain
+    given_key: str | None = None  # the key the state gave it (see feeds.state._keys)
 
     @cached_property
     def key(self) -> str:
-        """Its citation key before collisions (see base_key): worked out once, as a topic's
-        keys are given for every topic that lists the paper."""
-        return base_key(self)
+        """Its citation key: the one the state gave it, else its base key (see base_key)."""
+        return self.given_key or base_key(self)
 
 
-def citation(paper: Paper, links: Iterable[Link], first_seen: datetime, page_url: str) -> Citation:
-    """Return a paper's citation record, from what the state knows of it."""
+def citation(
+    paper: Paper, links: Iterable[Link], first_seen: datetime, page_url: str, key: str | None = None
+) -> Citation:
+    """Return a paper's citation record, from what the state knows of it (and the key the
+    state gave it, if any)."""
     links = tuple(links)
     arxiv = paper.arxiv_id or next(
         (a for link in links if link.kind == "paper" and (a := arxiv_id_of_url(link.url))), None
@@ -89,6 +92,7 @@ def citation(paper: Paper, links: Iterable[Link], first_seen: datetime, page_url
         pdf_url=pdf,
         url=page_url,
         first_seen=first_seen,
+        given_key=key,
     )
 
 
@@ -97,8 +101,9 @@ def _is_pdf(link: Link) -> bool:
 
 
 def _one_line(text: str) -> str:
-    """Return text on one line (RIS is line-based; a tag holds no newline)."""
-    return _SPACE.sub(" ", text).strip()
+    """Return text on one line (RIS is line-based; a tag holds no newline), without bidi
+    controls (a paper stored before ingest removed them may hold one)."""
+    return _SPACE.sub(" ", strip_bidi(text)).strip()
 
 
 def _year(paper: Paper, arxiv: str | None, first_seen: datetime) -> str:
@@ -163,12 +168,11 @@ def _ascii(text: str) -> str:
 
 def keys(citations: Sequence[Citation], taken: Iterable[str] = ()) -> list[str]:
     """Return a citation key for each, unique among them and apart from `taken` (the keys
-    a file already holds): papers that share a base key are told apart by a suffix (`a`,
-    `b`, ... `z`, `aa`, ...) in order of arrival, so a key stays what it was when later
-    papers arrive."""
+    given before): papers that share a base key are told apart by a suffix (`a`, `b`, ...
+    `z`, `aa`, ...) in order of arrival. The state keeps what this gives, for good."""
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(citations):
-        groups.setdefault(c.key, []).append(i)
+        groups.setdefault(base_key(c), []).append(i)
     out = [""] * len(citations)
     used = set(taken)
     reserved = set(groups) - used  # `smith2026a` may be another paper's base key
@@ -213,7 +217,11 @@ _PROTECT = re.compile(r"(?<![\w{\\-])([\w-]*[A-Z][\w-]*[A-Z][\w-]*)")
 # authors meant, and Zotero imports it as its text (it takes any two `$` in a field, even
 # escaped ones, for math). Only what cannot form a command: no backslash, no braces, no
 # `^^` (TeX's way of writing any character, a backslash too); digests are untrusted.
-_MATH = re.compile(r"\$(?:[A-Za-z0-9 +\-=<>()\[\],.:;'|/*]|[\^_](?![\^_]))+\$")
+# A span opens on a `$` with no space after it and closes on one with no space before it
+# and no digit (or `$`: `$$` is display math) after it, as pandoc reads `$`: in
+# `Math $\alpha$ and $x$`, the `$` after \alpha opens nothing, and an odd `$` stays text
+# (`\$`) instead of pairing with the next one.
+_MATH = re.compile(r"\$(?! )(?:[A-Za-z0-9 +\-=<>()\[\],.:;'|/*]|[\^_](?![\^_]))+(?<! )\$(?![\d$])")
 
 
 _LIGATURE = re.compile(r"-(?=-)|`(?=`)|'(?=')")  # `--` would be set as a dash, `` as a quote
@@ -245,11 +253,39 @@ def _title(text: str) -> str:
     return _PROTECT.sub(r"{\1}", latex(text))
 
 
+# The particles a family name begins with (`de Ramirez`, `van der Berg`), lowercase as
+# BibTeX's "von" part is: capitalised, "Van" or "De" is as often a given name (Nguyen Van An).
+_PARTICLES = frozenset((
+    "da", "dal", "dalla", "das", "de", "degli", "dei", "del", "della", "delle", "dello", "den",
+    "der", "des", "di", "do", "dos", "du", "la", "le", "lo", "op", "ten", "ter", "van", "von",
+    "zu", "zum", "zur",
+))  # fmt: skip
+
+
+def _family_given(name: str) -> tuple[str, str]:
+    """Return a name's family name and given names: its last word with the particles before
+    it (`Sarah Stewart de Ramirez`: `de Ramirez`, `Sarah Stewart`); the given names are the
+    words before (none for a name of one word)."""
+    words = name.split()
+    start = len(words) - 1
+    while start > 0 and words[start - 1] in _PARTICLES:
+        start -= 1
+    return " ".join(words[start:]), " ".join(words[:start])
+
+
 def _names(authors: Sequence[str]) -> str:
-    # A name holding the word "and" would be read as two: braced, it is one.
-    return " and ".join(
-        f"{{{latex(a)}}}" if re.search(r"\band\b", a, re.IGNORECASE) else latex(a) for a in authors
-    )
+    return " and ".join(map(_name, authors))
+
+
+def _name(author: str) -> str:
+    if re.search(r"\band\b", author, re.IGNORECASE):
+        return f"{{{latex(author)}}}"  # a name holding the word "and" would be read as two
+    family, given = _family_given(author)
+    if " " in family and given:
+        # BibTeX reads `de` as the "von" part either way, but Zotero takes the last word
+        # alone for the family name of a name without a comma: the comma says where it is.
+        return f"{latex(family)}, {latex(given)}"
+    return latex(author)
 
 
 def bibtex_entry(c: Citation, key: str) -> str:
@@ -345,9 +381,8 @@ def ris_entry(c: Citation, key: str) -> str:
 
 
 def _family_first(name: str) -> str:
-    """Return a name as RIS writes it, "Family, Given": the last word is the family name
-    (as Zotero reads a name without a comma)."""
-    given, _space, family = name.rpartition(" ")
+    """Return a name as RIS writes it, "Family, Given" (see _family_given)."""
+    family, given = _family_given(name)
     return f"{family}, {given}" if given else name
 
 
@@ -431,10 +466,10 @@ def listing(fmt: str, document: str) -> tuple[list[str], list[str]] | None:
 def on_top(
     documents: dict[str, bytes], rest: list[str], new: Sequence[tuple[Citation, str, str]]
 ) -> dict[str, bytes] | None:
-    """Return a reading list's BibTeX and RIS files with the new papers' entries (their
-    citations and entries under their base keys, newest first) before the files written
-    last time, whole; None unless those files list `rest`, the topic's other papers, in
-    order and under the same keys (a file cut short, a paper gone: taken apart instead)."""
+    """Return a reading list's BibTeX and RIS files with the new papers' entries (newest
+    first, each under the key the state gave it) before the files written last time,
+    whole; None unless those files list `rest`, the topic's other papers, in order and
+    under the same keys (a file cut short, a paper gone: taken apart instead)."""
     taken: list[str] | None = None
     for fmt, data in documents.items():
         try:
@@ -445,24 +480,11 @@ def on_top(
             return None
         taken = listed[1]
     texts: dict[str, list[bytes]] = {"bibtex": [], "ris": []}
-    for (c, *entries), key in zip(new, keys([c for c, _b, _r in new], taken or ()), strict=True):
+    for _c, *entries in new:
         for fmt, entry in zip(("bibtex", "ris"), entries, strict=True):
-            texts[fmt].append((entry if key == c.key else rekeyed(fmt, entry, key)).encode())
+            texts[fmt].append(entry.encode())
     return {fmt: b"\n".join([*texts[fmt], *([data] if data else [])])
             for fmt, data in documents.items()}  # fmt: skip
-
-
-def rekeyed(fmt: str, entry: str, key: str) -> str:
-    """Return an entry made by bibtex_entry or ris_entry under its citation's base key, with
-    `key` instead: a paper whose key collides in one topic's file is listed under its base
-    key in another's, and its entry is made once (the key is its only difference)."""
-    if fmt == "bibtex":  # `@type{key,` on the first line
-        at = entry.index("{") + 1
-        end = entry.index(",", at)
-        return f"{entry[:at]}{key}{entry[end:]}"
-    at = entry.rindex(_KEY_AT["ris"]) + len(_KEY_AT["ris"])  # the ID line, written last
-    end = entry.index("\n", at)
-    return f"{entry[:at]}{key}{entry[end:]}"
 
 
 def entries_in(path: Path, fmt: str, dirty: set[str]) -> dict[str, tuple[str, str]]:

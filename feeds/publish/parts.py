@@ -9,13 +9,14 @@ of a big publish can be shared between this process and a helper on the other co
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from feeds.publish.paths import ALL
+from feeds.publish.write import Stamp, stamp_of
 from feeds.state import Store
 
 if TYPE_CHECKING:
@@ -50,9 +51,19 @@ class Plan:
     # What each paper's reading-list line holds whatever its topic (pages.row_ends), made
     # once per publish in each process (a paper is listed by every topic it is in).
     rows: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False, repr=False)
+    # The stamps of the files our publishes wrote (Store.published_stamps), by path under
+    # public/: a file is built upon only while it is what we wrote (see ours).
+    stamps: dict[str, Stamp] = field(default_factory=dict, compare=False, repr=False)
 
     def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "cited": {}, "rows": {}}  # the helper makes its own
+
+    def ours(self, path: Path) -> bool:
+        """Whether a published file is as our last publish of it left it: one changed or
+        damaged since (by hand, a disk, a sync tool) is rendered anew, never built upon
+        (a new item merged into broken bytes would keep a feed invalid for good)."""
+        was = self.stamps.get(path.relative_to(self.public).as_posix())
+        return was is not None and stamp_of(path) == was
 
 
 # A paper's citation, with its BibTeX and RIS entries under its base key.
@@ -115,16 +126,27 @@ def weight(part: Part) -> int:
 @dataclass(frozen=True)
 class Publishing:
     """The helper's job in a big publish (see feeds.parallel): it renders parts with a
-    writer of its own, and answers how many files it removed, wrote and left unchanged."""
+    writer of its own, and answers how many files it removed, wrote and left unchanged,
+    and the stamps of those it wrote or left (see Plan.ours)."""
 
     plan: Plan
 
-    def run(self, store: Store, part: Part) -> tuple[int, int, int]:
+    def run(self, store: Store, part: Part) -> tuple[int, int, int, dict[str, Stamp]]:
         from feeds.publish.write import Writer
 
         with Writer() as out:
             removed = render_part(self.plan, store, out, part)
-        return removed, out.written, out.unchanged
+        return removed, out.written, out.unchanged, relative(self.plan.public, out.stamps)
+
+
+def _reused(plan: Plan, path: Path) -> bool:
+    """Whether what a file holds may be taken into its next version (see Plan.ours)."""
+    return not plan.full and plan.ours(path)
+
+
+def relative(public: Path, stamps: dict[Path, Stamp]) -> dict[str, Stamp]:
+    """Return a writer's stamps by path under public/, as the state keeps them."""
+    return {path.relative_to(public).as_posix(): stamp for path, stamp in stamps.items()}
 
 
 def render_part(plan: Plan, store: Store, out: Writer, part: Part) -> int:
@@ -197,7 +219,8 @@ def _topic(plan: Plan, store: Store, out: Writer, light: FeedView) -> int:
     # time (see render.entry_blocks): a new paper in a big topic reads and builds one
     # entry, not the feed's hundred.
     paths = {fmt: plan.public / feed_path(light.id, fmt) for fmt in FORMATS}
-    blocks = {fmt: {} if plan.full else render.blocks_in(paths[fmt], fmt) for fmt in FORMATS}
+    blocks = {fmt: render.blocks_in(paths[fmt], fmt) if _reused(plan, paths[fmt]) else {}
+              for fmt in FORMATS}  # fmt: skip
     if light.id == ALL:
         view = light
     elif plan.full:
@@ -222,8 +245,8 @@ def _topic(plan: Plan, store: Store, out: Writer, light: FeedView) -> int:
 
 
 def _citation_lists(plan: Plan, store: Store, view: FeedView, out: Writer) -> None:
-    """Write a topic's reading list as BibTeX and RIS: every paper, newest first, with
-    citation keys unique in the file.
+    """Write a topic's reading list as BibTeX and RIS: every paper, newest first, each
+    under the citation key the state gave it (see give_keys).
 
     The entries of papers that did not change are taken from the files written last time
     (see cite.entry_blocks), with their keys; the others are made once per publish (see
@@ -242,26 +265,20 @@ def _citation_lists(plan: Plan, store: Store, view: FeedView, out: Writer) -> No
         for fmt, data in on_top.items():
             out.write(paths[fmt], data)
         return
-    kept = {fmt: {} if plan.full else cite.entries_in(paths[fmt], fmt, plan.dirty["paper"])
-            for fmt in LISTS}  # fmt: skip
+    kept = {fmt: cite.entries_in(paths[fmt], fmt, plan.dirty["paper"])
+            if _reused(plan, paths[fmt]) else {} for fmt in LISTS}  # fmt: skip
     # Kept when both files hold the paper under one key (a file cut short holds fewer).
     bib, ris = kept["bibtex"], kept["ris"]
     reused = {pid for pid in ids if pid in bib and pid in ris and bib[pid][0] == ris[pid][0]}
     fresh = [pid for pid in ids if pid not in reused]
     _cite(plan, store, fresh)
-    fresh = [pid for pid in fresh if pid in plan.cited]
-    taken = (bib[pid][0] for pid in reused)
-    keys = dict(zip(fresh, cite.keys([plan.cited[pid][0] for pid in fresh], taken), strict=True))
     texts: dict[str, list[str]] = {fmt: [] for fmt in LISTS}
-    for pid in ids:
+    for pid in ids:  # each under the key the state gave it, unique in every file
         if pid in reused:
             texts["bibtex"].append(bib[pid][1])
             texts["ris"].append(ris[pid][1])
-        elif pid in keys:
-            c, bib_entry, ris_entry = plan.cited[pid]
-            if keys[pid] != c.key:  # a suffix, where keys collide in this file
-                bib_entry = cite.rekeyed("bibtex", bib_entry, keys[pid])
-                ris_entry = cite.rekeyed("ris", ris_entry, keys[pid])
+        elif pid in plan.cited:
+            _c, bib_entry, ris_entry = plan.cited[pid]
             texts["bibtex"].append(bib_entry)
             texts["ris"].append(ris_entry)
     for fmt in LISTS:
@@ -279,6 +296,8 @@ def _on_top(
     n = next((i for i, pid in enumerate(ids) if pid not in dirty), len(ids))
     if any(pid in dirty for pid in ids[n:]):
         return None  # a changed paper further down: its entry is made again in place
+    if not all(map(plan.ours, paths.values())):
+        return None
     try:
         documents = {fmt: path.read_bytes() for fmt, path in paths.items()}
     except FileNotFoundError:
@@ -289,6 +308,29 @@ def _on_top(
     return cite.on_top(documents, list(ids[n:]), [plan.cited[pid] for pid in ids[:n]])
 
 
+def give_keys(store: Store, progress: Callable[[str], None]) -> None:
+    """Give each paper that has no citation key yet its key, for good: its base key (see
+    cite.base_key), with a suffix where another paper has it, in order of arrival. Done
+    before anything is rendered (the helper process reads the keys from the state)."""
+    from feeds.publish import cite
+
+    todo = store.keyless()
+    for start in range(0, len(todo), _KEYS_AT_ONCE):
+        if len(todo) > _KEYS_AT_ONCE:
+            progress(f"publishing: citation keys, {start:,} of {len(todo):,} papers")
+        chunk = todo[start : start + _KEYS_AT_ONCE]
+        links = store.links_of(chunk)
+        made = [
+            cite.citation(p, links[p.paper_id], seen, "") for p, seen in store.papers_seen(chunk)
+        ]
+        given = cite.keys(made, store.keys_taken({cite.base_key(c) for c in made}))
+        with store.transaction():
+            store.put_citation_keys((c.paper_id, key) for c, key in zip(made, given, strict=True))
+
+
+_KEYS_AT_ONCE = 10_000
+
+
 def _cite(plan: Plan, store: Store, paper_ids: Sequence[str]) -> None:
     """Make the citations and entries of these papers that this publish has not made yet."""
     from feeds.publish import cite
@@ -297,10 +339,10 @@ def _cite(plan: Plan, store: Store, paper_ids: Sequence[str]) -> None:
     todo = [pid for pid in paper_ids if pid not in plan.cited]
     if not todo:
         return
-    links = store.links_of(todo)
+    links, given = store.links_of(todo), store.citation_keys(todo)
     for paper, seen in store.papers_seen(todo):
         pid = paper.paper_id
-        c = cite.citation(paper, links[pid], seen, plan.site.url(paper_path(pid)))
+        c = cite.citation(paper, links[pid], seen, plan.site.url(paper_path(pid)), given.get(pid))
         plan.cited[pid] = (c, cite.bibtex_entry(c, c.key), cite.ris_entry(c, c.key))
 
 
@@ -322,7 +364,7 @@ def _reading_list(plan: Plan, store: Store, view: FeedView, every: bool, out: Wr
     # The front page's rows of papers that did not change are taken from the page written
     # last time: a new paper in a big topic renders one row, not the page's five hundred.
     path = public / topic_path(view.id)
-    old = {} if every else reusable_rows(path, dirty_papers)
+    old = reusable_rows(path, dirty_papers) if not every and plan.ours(path) else {}
     front_rows: list[ListRow | str]
     if old:
         front_ids = store.topic_ids(view.id, front)
@@ -443,13 +485,15 @@ def _pages(plan: Plan, store: Store, out: Writer, part: Pages) -> None:
 
     if len(plan.cited) > CITED_KEPT:
         plan.cited.clear()
-    for view in _paper_views(store, part, plan.titles):
+    views = list(_paper_views(store, part, plan.titles))
+    given = store.citation_keys([view.paper.paper_id for view in views])
+    for view in views:
         # Its citation and entries are made once, for its page and its topics' lists.
         p = view.paper
         cited = plan.cited.get(p.paper_id)
         if cited is None:
             url = plan.site.url(paper_path(p.paper_id))
-            c = cite.citation(p, view.links, view.first_seen, url)
+            c = cite.citation(p, view.links, view.first_seen, url, given.get(p.paper_id))
             cited = plan.cited[p.paper_id] = (c, cite.bibtex_entry(c, c.key),
                                               cite.ris_entry(c, c.key))  # fmt: skip
         page = render_paper(plan.site, view, cited[:2])

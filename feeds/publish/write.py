@@ -43,15 +43,30 @@ def cannot_write(path: Path | str, e: OSError) -> PublishError:
     return error
 
 
-def write_file(path: Path, data: bytes) -> bool:
-    """Write data to path via a temp file and rename; return False if it was already so."""
+# What tells a published file is still what a publish wrote: its size and modification
+# time in nanoseconds (a file changed since, by hand, an editor or a sync tool, has others).
+Stamp = tuple[int, int]
+
+
+def write_file(path: Path, data: bytes) -> tuple[bool, Stamp]:
+    """Write data to path via a temp file and rename; return whether it was written (False
+    if it was already so), and the file's stamp."""
     try:
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
-            return False
+        st = path.stat()
+        if st.st_size == len(data) and path.read_bytes() == data:
+            return False, (st.st_size, st.st_mtime_ns)
     except FileNotFoundError:
         pass
-    _replace(path, data)
-    return True
+    return True, _replace(path, data)
+
+
+def stamp_of(path: Path) -> Stamp | None:
+    """Return a file's stamp (see Stamp), or None if it is not there."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 class Writer:
@@ -90,6 +105,9 @@ class Writer:
         # [unchanged, written], one pair per thread: `+=` is not atomic across threads.
         self._at_once = [0, 0]
         self._handed = [0, 0]
+        # The stamps of the files written or found unchanged, but paper pages (never
+        # reused): what the next publish may build on (see Plan.ours).
+        self.stamps: dict[Path, Stamp] = {}
         self._thread = threading.Thread(target=self._work, name="feeds-writer", daemon=True)
         self._thread.start()
 
@@ -109,9 +127,15 @@ class Writer:
             self._jobs.put((path, data))
             return
         try:
-            self._at_once[write_file(path, data)] += 1
+            self._at_once[self._write(path, data)] += 1
         except OSError as e:
             raise cannot_write(path, e) from e
+
+    def _write(self, path: Path, data: bytes) -> bool:
+        changed, stamp = write_file(path, data)
+        if path.parent.name != "papers":
+            self.stamps[path] = stamp  # one thread per key: no race
+        return changed
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
@@ -119,7 +143,7 @@ class Writer:
                 continue  # drain, so that a caller blocked on a full queue goes on
             path, data = job
             try:
-                self._handed[write_file(path, data)] += 1
+                self._handed[self._write(path, data)] += 1
             except OSError as e:  # raised again in the caller's thread, as ours
                 self._error = cannot_write(path, e)
             except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
@@ -153,8 +177,9 @@ _MADE: set[Path] = set()  # folders seen to exist: one mkdir per folder, not per
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
 
 
-def _replace(path: Path, data: bytes) -> None:
-    """Write data to a temp file beside path, then rename it over path (atomic).
+def _replace(path: Path, data: bytes) -> Stamp:
+    """Write data to a temp file beside path, then rename it over path (atomic); return
+    the file's stamp (the rename keeps it).
 
     Plain system calls, no tempfile: a full build writes a million files, and the file
     system's own cost is the floor this is measured against. One publisher runs at a time
@@ -178,9 +203,11 @@ def _replace(path: Path, data: bytes) -> None:
             while view:
                 view = view[os.write(fd, view) :]
             os.fchmod(fd, 0o644)  # whatever the umask: a web server must read it
+            st = os.fstat(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
+        return st.st_size, st.st_mtime_ns
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

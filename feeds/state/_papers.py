@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -47,11 +48,13 @@ class PapersMixin(LinksMixin, MembersMixin):
         since): its papers' fields from that reading are replaced by this one's (see
         model.reread), and that reading's record problems are dropped."""
         counts = {"new": 0, "changed": 0, "same": 0}
+        known = self._known([paper.paper_id for _line, paper in papers])
+        retitled = self._retitled([paper for _line, paper in papers if paper.paper_id not in known])
+        if retitled:  # a stored paper under a revised title: that paper, under its id
+            papers = [(line, replace(p, paper_id=retitled[p.paper_id]) if p.paper_id in retitled
+                       else p) for line, p in papers]  # fmt: skip
+            known |= set(retitled.values())
         ids = [paper.paper_id for _line, paper in papers]
-        known: set[str] = set()
-        for chunk, among in self.chunks(ids):
-            rows = self.db.execute(f"SELECT paper_id FROM papers WHERE paper_id IN {among}", chunk)
-            known.update(pid for (pid,) in rows)
         reread = self._reread(ids, replaces, digest_hash) if replaces else {}
         alone = frozenset(pid for pid, only_there in reread.items() if only_there)
         new: list[Paper] = []
@@ -80,9 +83,10 @@ class PapersMixin(LinksMixin, MembersMixin):
         from feeds.state.records import Stored
 
         collisions: list[tuple[int, Paper, Paper]] = []
+        revised = frozenset(retitled.values())
         for line, paper in later:
             only_there = reread.pop(paper.paper_id, None)
-            result, old = self._merge(paper, now, only_there)
+            result, old = self._merge(paper, now, only_there, paper.paper_id in revised)
             counts[result] += 1
             if only_there is None and other_authors(old, paper):
                 collisions.append((line, old, paper))
@@ -109,10 +113,55 @@ class PapersMixin(LinksMixin, MembersMixin):
         self.db.execute("DELETE FROM diagnostics WHERE digest = ?", (replaces,))
         return held
 
-    def _merge(self, paper: Paper, now: datetime, only_there: bool | None) -> tuple[str, Paper]:
+    def _known(self, ids: Sequence[str]) -> set[str]:
+        """Return which of these paper ids are stored."""
+        known: set[str] = set()
+        for chunk, among in self.chunks(ids):
+            rows = self.db.execute(f"SELECT paper_id FROM papers WHERE paper_id IN {among}", chunk)
+            known.update(pid for (pid,) in rows)
+        return known
+
+    def _retitled(self, papers: Sequence[Paper]) -> dict[str, str]:
+        """Return, for papers under an English title the state does not know, the stored
+        paper each one is under a revised title: the one with its arXiv id, or else with its
+        Chinese title and the same authors (SPEC "The digest format")."""
+        from feeds.model import same_authors
+
+        found: dict[str, str] = {}
+        arxiv = [p.arxiv_id for p in papers if p.arxiv_id]
+        stored: dict[str, str] = {}
+        for chunk, among in self.chunks(arxiv):
+            rows = self.db.execute(
+                f"SELECT arxiv_id, paper_id FROM papers WHERE arxiv_id IN {among}"
+                " ORDER BY seq DESC",
+                chunk,
+            )
+            stored.update((str(a), str(pid)) for a, pid in rows)  # the oldest last: it wins
+        zh = [p.title_zh for p in papers if p.title_zh and p.authors and p.arxiv_id not in stored]
+        by_zh: dict[str, list[Paper]] = {}
+        for chunk, among in self.chunks(zh):
+            rows = self.db.execute(
+                f"SELECT {PAPER_COLS} FROM papers WHERE title_zh IN {among} ORDER BY seq", chunk
+            )
+            for row in rows:
+                old = paper_from(row)
+                by_zh.setdefault(old.title_zh or "", []).append(old)
+        for p in papers:
+            if p.arxiv_id and p.arxiv_id in stored:
+                found[p.paper_id] = stored[p.arxiv_id]
+            elif p.title_zh:
+                same = next((o for o in by_zh.get(p.title_zh, ()) if same_authors(o, p)), None)
+                if same is not None:
+                    found[p.paper_id] = same.paper_id
+        return found
+
+    def _merge(
+        self, paper: Paper, now: datetime, only_there: bool | None, retitled: bool = False
+    ) -> tuple[str, Paper]:
         """Merge what a digest says of a known paper into it (`only_there`: a new reading of
-        the file it came from, see put_papers); return 'changed' or 'same', and the paper
-        as it was before."""
+        the file it came from, see put_papers; `retitled`: it is the paper under a revised
+        English title, which it takes); return 'changed' or 'same', and the paper as it was
+        before."""
         from feeds.model import merge, reread
 
         old = self.paper(paper.paper_id)
@@ -121,6 +170,8 @@ class PapersMixin(LinksMixin, MembersMixin):
             merged = merge(old, paper)
         else:
             merged = reread(old, paper, only_there=only_there)
+        if retitled:
+            merged = replace(merged, title=paper.title)
         if merged == old:
             return "same", old
         self.db.execute(

@@ -14,7 +14,7 @@ from datetime import datetime
 from feeds.errors import StateError
 from feeds.state._rows import ts
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # The secondary indexes of memberships, by name: part of the schema, and dropped and made
 # again around a first build's inserts (see Store.bulk_members).
@@ -57,6 +57,7 @@ CREATE TABLE papers (
 CREATE INDEX papers_order ON papers (first_seen DESC, seq);
 CREATE INDEX papers_unmatched ON papers (unmatched) WHERE unmatched;
 CREATE INDEX papers_arxiv ON papers (arxiv_id) WHERE arxiv_id IS NOT NULL;
+CREATE INDEX papers_title_zh ON papers (title_zh) WHERE title_zh IS NOT NULL;
 CREATE TABLE sightings (paper_id TEXT NOT NULL, digest TEXT NOT NULL, line INTEGER NOT NULL,
     PRIMARY KEY (paper_id, digest));
 CREATE TABLE links (
@@ -118,6 +119,12 @@ CREATE TABLE alerts (               -- alert destinations: what they were last s
 );
 CREATE TABLE runs (id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT,
     summary TEXT);
+CREATE TABLE citation_keys (        -- given once, kept for good (see _keys)
+    paper_id TEXT PRIMARY KEY, key TEXT NOT NULL UNIQUE
+);
+CREATE TABLE published (            -- files a publish builds on, as written (see _published)
+    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL
+);
 """
 SCHEMA += "".join(f"{sql};\n" for sql in MEMBER_INDEXES.values())
 
@@ -250,6 +257,37 @@ def _to_5(db: sqlite3.Connection, progress: Callable[[str], None]) -> None:
     )
 
 
+def _to_6(db: sqlite3.Connection, progress: Callable[[str], None]) -> None:
+    """Citation keys kept in the state (until now each reading list gave its own, so a key
+    could name another paper after a rebuild: every paper's page and lists are written
+    again once, under the keys the state gives from now on); papers found by their Chinese
+    title (a revised English title is the same paper); the stamps of the files a publish
+    builds on (none yet: each is rendered anew once)."""
+    from feeds.state._touch import TOUCH
+
+    # Keys compare by code point on both engines, as a new state's do (see _POSTGRES):
+    # feeds.state._keys finds a base key's suffixed keys as a range.
+    text = "TEXT" if isinstance(db, sqlite3.Connection) else 'TEXT COLLATE "C"'
+    db.execute(
+        f"CREATE TABLE IF NOT EXISTS citation_keys (paper_id {text} PRIMARY KEY,"
+        f" key {text} NOT NULL UNIQUE)"
+    )
+    big = "INTEGER" if isinstance(db, sqlite3.Connection) else "BIGINT"  # nanoseconds
+    db.execute(
+        f"CREATE TABLE IF NOT EXISTS published (path {text} PRIMARY KEY,"
+        f" size {big} NOT NULL, mtime_ns {big} NOT NULL)"
+    )
+    # A paper under a revised English title is found by its Chinese title (see _papers).
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS papers_title_zh ON papers (title_zh) WHERE title_zh IS NOT NULL"
+    )
+    db.executemany(
+        TOUCH, [("paper", str(pid)) for (pid,) in db.execute("SELECT paper_id FROM papers")]
+    )
+    db.executemany(TOUCH, [("topic", str(t)) for (t,) in db.execute("SELECT topic_id FROM topics")])
+    db.execute(TOUCH, ("topic", "all"))
+
+
 # The migration to each version from the one before it. A PostgreSQL state is created at
 # version 5 or later: a migration to 6 and on runs on both engines, so it is written in the
 # SQL both share and with PostgreSQL's types where it adds columns (see _POSTGRES).
@@ -258,4 +296,5 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection, Callable[[str], None]], None
     3: _to_3,
     4: _to_4,
     5: _to_5,
+    6: _to_6,
 }
