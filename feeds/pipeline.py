@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timedelta
@@ -34,7 +35,8 @@ _MOST_SAID = 500  # characters of a failed run's error kept in the state
 @dataclass(frozen=True)
 class RunSummary:
     digests: int = 0  # newly ingested
-    known: int = 0  # seen before (same content), skipped
+    known: int = 0  # contents ingested before (whatever the files that hold them), skipped
+    rejected_before: int = 0  # contents rejected before, skipped (feeds status lists them)
     papers_new: int = 0
     papers_updated: int = 0
     papers_total: int = 0
@@ -197,6 +199,9 @@ def _cycle(
         unopened = links_nobody_opens(config)
         if unopened:  # said by each run that sends such a message
             summary = replace(summary, warnings=(*summary.warnings, unopened))
+    idle = _idle(config, got, summary.papers_total)
+    if idle:
+        summary = replace(summary, warnings=(*summary.warnings, *idle))
     with store.transaction():
         store.finish_run(run_id, clock(), summary.as_json())
     return summary
@@ -224,14 +229,37 @@ def _record_failure(
             store.finish_run(run_id, clock(), record)
 
 
+def _idle(config: Config, got: Ingested, papers: int) -> list[str]:
+    """Return why a run publishes nothing a reader would follow, in words: a subscriptions
+    file without topics; nothing to read (no digest in the inbox, no sources, no papers)."""
+    from feeds.sources.inbox import shown
+
+    s, said = config.settings, []
+    if not config.topics:
+        said.append(
+            f"{shown(str(config.subscriptions_path))} has no topics: only the all-papers feed"
+            " is published (add a topic: see the README's Topics)"
+        )
+    if not papers and not got.files and not got.missing and not s.sources:
+        inbox = ", ".join(shown(str(f)) + "/" for f in s.inbox) or "none"
+        said.append(
+            f"nothing to read: no digest file in the inbox ({inbox}) and no sources in the"
+            " settings; put digest files there (`feeds init` writes an example) or name"
+            " `sources:` (digest URLs, arXiv categories)"
+        )
+    return said
+
+
 def _summary(
     got: Ingested, store: Store, new_matches: dict[str, int], report: LinkReport | None,
     files: WriteStats, bucket: dict[str, int], alerts: tuple[Outcome, ...], seconds: float,
 ) -> RunSummary:  # fmt: skip
     c = got.counts
+    seen = Counter(store.digest_statuses(got.seen).values())
     return RunSummary(
         digests=c["digests"],
-        known=c["known"] + got.unchanged,
+        known=seen["ok"],
+        rejected_before=seen["rejected"],
         papers_new=c["new"],
         papers_updated=c["changed"],
         papers_total=store.paper_count(),

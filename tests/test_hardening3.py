@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -69,12 +70,17 @@ def _alerting(ws: Workspace, url: str) -> Path:
     return settings
 
 
+def _without_alerts(config: Config) -> Config:
+    """The config as it was before its alert destinations were added."""
+    return replace(config, settings=replace(config.settings, alerts=()))
+
+
 def test_a_receiver_that_answers_after_seconds_gets_one_message(
     workspace: Workspace, web: LinkServer
 ) -> None:
     hook = SlowHook(web, SLOW)
     config = workspace.config(settings=_alerting(workspace, hook.url))
-    run(config, now=lambda: T0)  # a new destination starts now
+    run(_without_alerts(config), now=lambda: T0)  # before the destination was added
     shutil.copy(SEEDS[1], workspace.inbox / SEEDS[1].name)
     second = run(config, now=lambda: T0 + timedelta(hours=1))
     assert second.alerts_failed == {}, second.alerts_failed
@@ -465,12 +471,13 @@ def test_check_and_the_run_that_sends_say_that_alerts_link_to_localhost(
                       "--subscriptions", str(workspace.subscriptions), "--quiet")  # fmt: skip
     assert f"{settings}:4: warning: {LOCAL_LINKS}" in check.stdout, check.stdout
     config = workspace.config(settings=settings)
-    first = run(config, now=lambda: T0)
-    assert LOCAL_LINKS not in first.warnings  # nothing sent: nothing to say
+    run(_without_alerts(config), now=lambda: T0)  # before the destination was added
     shutil.copy(SEEDS[1], workspace.inbox / SEEDS[1].name)
     second = run(config, now=lambda: T0 + timedelta(hours=1))
     assert second.alerts_sent
     assert LOCAL_LINKS in second.warnings
+    third = run(config, now=lambda: T0 + timedelta(hours=2))
+    assert LOCAL_LINKS not in third.warnings  # nothing sent: nothing to say
     print_summary(second, config, quiet=True, offline=False)  # `feeds run --quiet` says it
     assert f"warning: {LOCAL_LINKS}\n" in capsys.readouterr().err
     assert "http://localhost:8000/papers/" in str(hook.bodies[0]["message"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,42 +51,51 @@ def run(
     sys.exit(summary.exit_code)
 
 
-def print_summary(summary: RunSummary, config: Config, quiet: bool, offline: bool) -> None:
+def print_summary(
+    summary: RunSummary, config: Config, quiet: bool, offline: bool, *, timed: bool = False
+) -> None:
+    """Say what a run did: its problems on stderr, then (unless quiet) its numbers. `timed`
+    (`feeds watch`): each line starts with the time, as its log lines do."""
+
+    def say(line: str, *, err: bool = False) -> None:
+        click.echo(f"{time.strftime(_LOG_TIME)} {line}" if timed else line, err=err)
+
     for r in summary.rejected:
-        click.echo(f"rejected: {r}", err=True)
+        say(f"rejected: {r}", err=True)
     for p in summary.problems:
-        click.echo(f"skipped record: {p}", err=True)
+        say(f"skipped record: {p}", err=True)
     for w in summary.warnings:
-        click.echo(f"warning: {w}", err=True)
+        say(f"warning: {w}", err=True)
     for source in summary.stale:
-        click.echo(f"stale source: {source}", err=True)
+        say(f"stale source: {source}", err=True)
     for name in summary.deferred:
-        click.echo(f"not yet: {name} is still being written; next cycle", err=True)
+        say(f"not yet: {name} is still being written; next cycle", err=True)
     for shown, why in summary.alerts_failed.items():
         waiting = summary.alerts_pending.get(shown, 0)
-        click.echo(f"alert failed: {shown}: {why} ({count(waiting, 'paper')} kept for the"
+        say(f"alert failed: {shown}: {why} ({count(waiting, 'paper')} kept for the"
                    " next try)", err=True)  # fmt: skip
     for shown, why in summary.alerts_unset.items():
         waiting = summary.alerts_pending.get(shown, 0)
-        click.echo(f"alert not sent: {shown}: {why}; {count(waiting, 'paper')} pending",
+        say(f"alert not sent: {shown}: {why}; {count(waiting, 'paper')} pending",
                    err=True)  # fmt: skip
     if quiet:  # a wait is no news: the run that failed said so (see RunSummary.exit_code)
         return
     for shown, words in summary.alerts_waiting.items():
         waiting = summary.alerts_pending.get(shown, 0)
-        click.echo(f"alert waiting: {shown}: {words}; {count(waiting, 'paper')} pending",
+        say(f"alert waiting: {shown}: {words}; {count(waiting, 'paper')} pending",
                    err=True)  # fmt: skip
     # Every number with its thousands separated, as count() says them: `10,000 new`.
     s = summary
-    click.echo(f"digests: {s.digests:,} new, {s.known:,} already ingested,"
-               f" {len(s.rejected):,} rejected")  # fmt: skip
-    click.echo(f"papers: {s.papers_new:,} new, {s.papers_updated:,} updated,"
+    before = f" ({s.rejected_before:,} rejected before)" if s.rejected_before else ""
+    say(f"digests: {s.digests:,} new, {s.known:,} already ingested,"
+               f" {len(s.rejected):,} rejected{before}")  # fmt: skip
+    say(f"papers: {s.papers_new:,} new, {s.papers_updated:,} updated,"
                f" {s.papers_total:,} in total")  # fmt: skip
     if s.harvested:
-        click.echo("arXiv: " + ", ".join(f"{c} +{n:,}" for c, n in s.harvested.items()))
-    click.echo("new matches: " + say_gains(s.new_matches))
+        say("arXiv: " + ", ".join(f"{c} +{n:,}" for c, n in s.harvested.items()))
+    say("new matches: " + say_gains(s.new_matches))
     for note in s.notes:
-        click.echo(note)
+        say(note)
     line = f"links: {s.links_found:,} new in digests"
     if s.lookups:
         line += f", {s.links_looked_up:,} found by looking up {count(s.lookups, 'paper')}"
@@ -94,24 +104,27 @@ def print_summary(summary: RunSummary, config: Config, quiet: bool, offline: boo
         line += f"; {s.links_checked:,} checked ({counts})"
     elif not config.settings.links.check or offline:
         line += " (not checked: offline)"
-    click.echo(line)
+    say(line)
     f = s.files
-    click.echo(
+    say(
         f"published: {count(f.written, 'file')} written, {f.unchanged:,} unchanged,"
         f" {f.removed:,} removed in {config.settings.public_dir}/"
     )
     if s.bucket:
         b = s.bucket
-        click.echo(f"bucket: {count(b['put'], 'object')} uploaded, {b['deleted']:,} deleted,"
+        say(f"bucket: {count(b['put'], 'object')} uploaded, {b['deleted']:,} deleted,"
                    f" {b['unchanged']:,} unchanged in {config.settings.public_url}")  # fmt: skip
     if f.search:  # not a problem of the run: said, but not with --quiet
-        click.echo(f"search: {f.search}")
+        say(f"search: {f.search}")
     if s.alerts_sent:
         sent = ", ".join(f"{count(n, 'paper')} to {shown}" for shown, n in s.alerts_sent.items())
-        click.echo(f"alerts: {sent}")
+        say(f"alerts: {sent}")
     elif config.settings.alerts and offline:
-        click.echo("alerts: none sent (offline: new papers stay pending)")
+        say("alerts: none sent (offline: new papers stay pending)")
 
+
+_LOG_TIME = "%Y-%m-%dT%H:%M:%S"  # `feeds watch`'s lines begin with the time (local, as
+# logging's asctime is)
 
 GAINS_SHOWN = 10  # topics named on the `new matches:` line; the rest are counted
 
@@ -146,7 +159,7 @@ def watch(
     logging.basicConfig(
         level=logging.WARNING if quiet else logging.INFO,
         format="%(asctime)s %(message)s",
-        datefmt="%Y-%m-%dT%H:%M:%S",
+        datefmt=_LOG_TIME,
     )
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
     try:
@@ -180,7 +193,7 @@ def watch(
         if as_json:
             click.echo(json.dumps(summary.as_json(), ensure_ascii=False))
         elif quiet or summary.digests or summary.rejected or summary.files.written:
-            print_summary(summary, config, quiet, offline)  # quiet: only the problems
+            print_summary(summary, config, quiet, offline, timed=True)  # quiet: only problems
         return summary.retry_at
 
     run_watch(s, cycle)

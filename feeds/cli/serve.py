@@ -106,4 +106,9 @@ def init(folder: Path) -> None:
     if not inbox.exists():
         inbox.mkdir(parents=True)
         click.echo(f"made {inbox}/: the inbox, where digest files go")
-    click.echo("next: edit the topics, put digests in the inbox, then `feeds run`")
+        # One digest to start from: a first `feeds run` publishes feeds to look at.
+        example = inbox / "example-digest.txt"
+        example.write_text((examples / example.name).read_text(encoding="utf-8"), encoding="utf-8")
+        click.echo(f"wrote {example}: five ICML 2026 papers, an example of the digest format")
+    click.echo("next: edit the topics, put digests in the inbox (or name `sources:` in the"
+               " settings), then `feeds run`")  # fmt: skip

@@ -69,6 +69,9 @@ def warnings(config: Config, environ: Mapping[str, str]) -> list[str]:
     from feeds.alerts.send import links_nobody_opens
 
     found = [f"{w.file}:{w.line}: warning: {w.message}" for t in config.topics for w in t.warnings]
+    if not config.topics:  # valid, and a run would publish the all-papers feed alone
+        found.append(f"{config.subscriptions_path}: warning: no topics: add one (see the"
+                     " README's Topics); a run publishes only the all-papers feed")  # fmt: skip
     for e in unset_variables(config.settings.alerts, environ):
         found.append(f"{e.file}:{e.line}: warning: {e.message}")
     unopened = links_nobody_opens(config)

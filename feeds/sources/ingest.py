@@ -38,7 +38,7 @@ class Ingested:
     # A plain class, not a dataclass: making one costs ~1 ms at import, 1% of a run that
     # has nothing to do.
     def __init__(self) -> None:
-        self.counts = {"digests": 0, "known": 0, "new": 0, "changed": 0, "same": 0, "links": 0}
+        self.counts = {"digests": 0, "new": 0, "changed": 0, "same": 0, "links": 0}
         self.problems: list[Diagnostic] = []  # records skipped, titles shared
         self.rejected: list[Rejection] = []
         self.deferred: list[str] = []  # files still being written, left for a later cycle
@@ -46,7 +46,8 @@ class Ingested:
         self.stale: list[str] = []  # sources that became stale since the last run
         self.down: list[Down] = []  # sources whose failures began in this run
         self.missing: list[str] = []  # inbox folders that do not exist
-        self.unchanged = 0  # files read before and not changed since
+        self.seen: set[str] = set()  # the contents (hashes) of inputs ingested before
+        self.files = 0  # digest files in the inbox folders, new or not
         self.harvested: dict[str, int] = {}  # arXiv category: entries it brought
 
     def said_down(self) -> tuple[str, ...]:
@@ -116,16 +117,24 @@ def _inputs(
         except DigestRejected as e:
             got.rejected.append(Rejection(e.file or shown(str(folder)), e.message))
             continue
+
+        def known(path: str, size: int, mtime_ns: int) -> bool:
+            found = store.known_file(path, size, mtime_ns)
+            if found is not None:
+                got.seen.add(found)
+            return found is not None
+
+        got.files += len(paths)
         for path in paths:
             try:
                 # Settling is judged on the real clock, like the files' modification times.
-                result = read_input(path, settle, None, store.known_file)
+                result = read_input(path, settle, None, known)
             except DigestRejected as e:
                 got.rejected.append(Rejection(e.file or shown(path), e.message))
                 continue
             if result is None:
-                got.unchanged += 1
-            elif isinstance(result, Input):
+                continue  # read before, unchanged: its content is in got.seen
+            if isinstance(result, Input):
                 yield result
             else:
                 got.deferred.append(shown(path))
@@ -144,7 +153,7 @@ def _digest(store: Store, item: Input, now: datetime, got: Ingested) -> int:
     return how many papers it stored."""
     h = item.digest_hash
     if store.digest_status(h) is not None:
-        got.counts["known"] += 1
+        got.seen.add(h)
         with store.transaction():
             _remember(store, item, h)
         return 0

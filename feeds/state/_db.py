@@ -61,7 +61,7 @@ class StoreBase:
     path: Place
     db: sqlite3.Connection
     postgres: bool
-    _files: dict[str | bytes, tuple[int, int]] | None
+    _files: dict[str | bytes, tuple[int, int, str]] | None
     _into: str
 
     def __init__(
@@ -69,7 +69,7 @@ class StoreBase:
     ) -> None:
         """Open (or create) the state; `progress` hears of a long upgrade of an old one."""
         self.path = path
-        self._files: dict[str | bytes, tuple[int, int]] | None = None  # see known_file
+        self._files = None  # see known_file
         self._into = "members"  # where add_members inserts (see bulk_members)
         self.postgres = isinstance(path, str)
         if isinstance(path, str):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -117,12 +117,22 @@ class InputsMixin(StoreBase):
         rows = self.db.execute("SELECT file, line, message FROM diagnostics ORDER BY rowid")
         return [Diagnostic(str(f), int(n), str(m)) for f, n, m in rows]
 
-    def known_file(self, path: str, size: int, mtime_ns: int) -> bool:
-        """Return True when this file was read before and has not changed since."""
+    def known_file(self, path: str, size: int, mtime_ns: int) -> str | None:
+        """Return the hash of this file's content when it was read before and has not
+        changed since, else None."""
         if self._files is None:  # one query for a whole inbox, not one per file
-            rows = self.db.execute("SELECT path, size, mtime_ns FROM files")
-            self._files = {p: (int(n), int(t)) for p, n, t in rows}
-        return self._files.get(_file_key(path, self.postgres)) == (size, mtime_ns)
+            rows = self.db.execute("SELECT path, size, mtime_ns, hash FROM files")
+            self._files = {p: (int(n), int(t), str(h)) for p, n, t, h in rows}
+        found = self._files.get(_file_key(path, self.postgres))
+        return found[2] if found is not None and found[:2] == (size, mtime_ns) else None
+
+    def digest_statuses(self, hashes: Iterable[str]) -> dict[str, str]:
+        """Return the status ('ok' or 'rejected') of each of these contents ingested."""
+        found: dict[str, str] = {}
+        for chunk, among in self.chunks(list(hashes)):
+            rows = self.db.execute(f"SELECT hash, status FROM digests WHERE hash IN {among}", chunk)
+            found.update((str(h), str(s)) for h, s in rows)
+        return found
 
     def file_digest(self, path: str) -> str | None:
         """Return the hash of the content this file had when it was last read, or None."""
