@@ -19,19 +19,7 @@ import pytest
 from feeds.config import load, load_subscriptions
 from feeds.errors import ConfigError, ConfigErrors
 from feeds.match.terms import compile_term, normalize
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def y(*lines: str) -> str:
-    """Return the YAML text whose line N (1-based) is the N-th argument."""
-    return "\n".join(lines) + "\n"
-
-
-def write(tmp_path: Path, text: str, name: str = "subscriptions.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
+from tests.test_config import ROOT, write, y
 
 
 def errors_of(path: Path) -> list[ConfigError]:

@@ -26,7 +26,7 @@ from feeds.publish.view import FeedView, PaperView, Site
 from feeds.state.records import ListRow
 from feeds.text import paper_id
 from tests.conftest import Workspace
-from tests.test_browser import _chromium, _need
+from tests.test_browser import browser  # noqa: F401 - the fixture, shared
 from tests.test_cite import read_bib, read_ris
 
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
@@ -204,21 +204,6 @@ def test_a_stored_paper_with_bidi_controls_has_none_in_its_feeds_and_lists() -> 
     assert record["secondary_title"] == "ICML Track"
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _need("Playwright is not installed (pip install playwright; no browser download)")
-    executable = _chromium()
-    if executable is None:
-        _need("Debian's chromium is not installed (apt-get install chromium)")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable)
-        yield browser
-        browser.close()
-
-
 # For each text node holding `needle`: whether its first character is shown left of its
 # last (the text reads left to right, as Latin text does unless an override turns it).
 _READS_FORWARD = """needle => {
@@ -240,7 +225,9 @@ _READS_FORWARD = """needle => {
 
 
 @pytest.mark.browser
-def test_an_override_in_a_stored_paper_turns_only_its_own_text_on_pages(chromium: Any) -> None:
+def test_an_override_in_a_stored_paper_turns_only_its_own_text_on_pages(
+    browser: Any,  # noqa: F811 - the fixture imported above
+) -> None:
     paper = _stored()
     view = PaperView(paper, NOW, (Link("https://github.com/example/turned", "code"),), ())
     page = pages.render_paper(SITE, view).decode("utf-8")
@@ -249,7 +236,7 @@ def test_an_override_in_a_stored_paper_turns_only_its_own_text_on_pages(chromium
     details = pages.details_html(paper.authors, paper.summary, paper.abstract)
     row = pages.row_with("../", listed, pages.row_ends(listed, view.links, details))
     listing = f'<!DOCTYPE html><html lang="en"><body><ol class="papers">\n{row}</ol></body></html>'
-    tab = chromium.new_page()
+    tab = browser.new_page()
     try:
         tab.set_content(page)
         assert _bidi_in(tab.title()) == []
