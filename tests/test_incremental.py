@@ -238,8 +238,9 @@ def test_a_run_with_nothing_new_loads_only_what_it_needs(project: Path) -> None:
     import subprocess
     import sys
 
-    probe = (
+    probe = (  # what the run loads: not what the interpreter had before (a sitecustomize)
         "import sys\n"
+        "before = set(sys.modules)\n"
         "from feeds.cli import cli\n"
         "try:\n"
         "    cli(['run', '--offline', '-q', '--subscriptions', 'subscriptions.yaml'])\n"
@@ -250,7 +251,8 @@ def test_a_run_with_nothing_new_loads_only_what_it_needs(project: Path) -> None:
         "        'feeds.publish.render', 'feeds.publish.parts', 'feeds.parallel', 'feeds.model',\n"
         "        'hashlib',\n"
         "        'shutil')\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in ours))\n"
+        "loaded = set(sys.modules) - before\n"
+        "print(sorted(m for m in loaded if m.split('.')[0] in heavy or m in ours))\n"
     )
 
     def loaded() -> str:

@@ -6,9 +6,8 @@ fail with EINVAL). A test that passes today and fails here depends on today's da
 
     PYTHONPATH=tests/clock_ahead pytest -n auto
 
-Two tests fail here for the method, not for a date: the benchmark's "readers get the feeds
-after" compares file times (the kernel's, not shifted) with the shifted clock, and the
-no-op run's import count sees this module's own imports.
+File times stay the kernel's, not shifted: what compares a file's time with the clock
+takes the clock from a file too (benchmarks/run.py's file_clock).
 """
 
 import datetime as _dt
