@@ -66,7 +66,7 @@ class Plan:
         return was is not None and stamp_of(path) == was
 
 
-# A paper's citation, with its BibTeX and RIS entries under its base key.
+# A paper's citation, with its BibTeX and RIS entries under the key the state gave it.
 Cited = tuple["Citation", str, str]
 
 
