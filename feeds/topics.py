@@ -74,6 +74,12 @@ class Topic:
             # A topic of terms keeps the fingerprint it had before topics by example: an
             # upgrade does not match every topic again.
             text = text.replace(", like=(), unlike=(), min_similarity=None", "")
+        from feeds.text import has_cjk
+
+        terms = (*c.any, *(t for group in c.all for t in group), *c.none, *c.institutions)
+        if any(t.rstrip().endswith("*") and has_cjk(t) for t in terms):
+            # `推测*` matched nothing before it was a prefix: such a topic is matched again.
+            text += " cjk-prefix"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @cached_property

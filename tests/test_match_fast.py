@@ -285,7 +285,7 @@ def compile_term_by_definition(text: str) -> tuple[str, str | None, bool, bool]:
     if len(raw) >= 2 and raw.startswith("/") and raw.endswith("/"):
         return raw[1:-1], None, False, False
     term = unicodedata.normalize("NFKC", raw).casefold()
-    prefix = term.endswith("*") and not re.search(f"[{CJK_CLASS}]", term)
+    prefix = term.endswith("*")  # on a CJK term too, where a substring is a prefix already
     split = re.split(r"[\s\-_\u2010-\u2015]+", term.rstrip("*") if prefix else term)
     tokens = [t for t in split if t]
     key = " ".join(tokens)

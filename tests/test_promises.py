@@ -253,3 +253,14 @@ def test_watch_says_each_summary_line_with_its_time(
     assert all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d ", line) for line in lines), lines
     print_summary(summary, config, quiet=False, offline=True)  # `feeds run`: as before
     assert capsys.readouterr().out.startswith("digests: ")
+
+
+def test_a_trailing_star_on_a_chinese_term_is_a_prefix_as_on_any_term(tmp_path: Path) -> None:
+    ws = _project(tmp_path / "p", "topics:\n  - id: zh\n    title: ZH\n    any: [推测*]\n")
+    (ws.inbox / "a.txt").write_text(
+        _digest(_record("Drafts and Checks", "推测解码的新方法", "Ann Smith", "一种方法。")),
+        encoding="utf-8",
+    )
+    _run(ws, T0)
+    feed = json.loads((ws.public / "feeds" / "zh.json").read_text("utf-8"))
+    assert [i["title"] for i in feed["items"]] == ["Drafts and Checks"]

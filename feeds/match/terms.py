@@ -150,7 +150,9 @@ def compile_term(text: str) -> Term:
         return regex
     term = fold(text.strip())
     cjk = has_cjk(term)
-    prefix = term.endswith("*") and not cjk
+    # A trailing `*` is a prefix; a term with CJK characters matches as a substring, which
+    # is a prefix already: `推测*` is `推测` (the `*` was kept as a character: no match).
+    prefix = term.endswith("*")
     tokens = [t for t in SPLIT.split(term.rstrip("*") if prefix else term) if t]
     if not tokens:
         raise re.error(f"empty term {text!r}")
