@@ -264,3 +264,20 @@ def test_a_trailing_star_on_a_chinese_term_is_a_prefix_as_on_any_term(tmp_path: 
     _run(ws, T0)
     feed = json.loads((ws.public / "feeds" / "zh.json").read_text("utf-8"))
     assert [i["title"] for i in feed["items"]] == ["Drafts and Checks"]
+
+
+def test_every_unknown_example_is_an_error_line_of_its_own(
+    workspace: Workspace, feeds_cli: Cli
+) -> None:
+    ran = feeds_cli(workspace.root, "run", *workspace.cli_args())
+    assert ran.returncode == 0, ran.stderr
+    workspace.subscriptions.write_text(
+        "topics:\n  - id: bad\n    title: Bad\n    like:\n"
+        "      - arXiv:2612.99999\n      - doi:10.9999/nothing\n",
+        encoding="utf-8",
+    )
+    r = feeds_cli(workspace.root, "run", *workspace.cli_args())
+    assert r.returncode == 2
+    lines = r.stderr.splitlines()
+    assert [line.split(": topic 'bad': ")[0].rsplit(":", 1)[1] for line in lines] == ["5", "6"]
+    assert all(line.startswith("error: ") for line in lines), lines

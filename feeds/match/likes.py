@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from feeds.errors import ConfigError
+from feeds.errors import ConfigError, ConfigErrors
 from feeds.text import paper_id
 
 if TYPE_CHECKING:
@@ -50,10 +50,10 @@ def resolve(store: Store, topic: Topic, where: str) -> LikeTopic:
             examples.append(_example(store, text, topic, where, line))
         except ConfigError as e:
             errors.append(e)
-    if errors:  # each said, at its line: the first is the error, the rest follow it
-        first = errors[0]
-        message = first.message + "".join(f"\n{e}" for e in errors[1:])
-        raise ConfigError(message, file=first.file, line=first.line)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:  # each said at its line, as every error of a config file is
+        raise ConfigErrors(tuple(errors))
     from_library = tuple(_library_example(store, item) for lib in c.library for item in lib.items)
     return LikeTopic(
         like=tuple(examples[: len(c.like)]) + from_library,
