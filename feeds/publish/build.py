@@ -223,7 +223,7 @@ def _publish(
     )
     from feeds.publish.view import Site
 
-    give_keys(store, progress)
+    give_keys(store, progress, None if full else dirty["paper"])
 
     site = Site(title=s.site_title, base_url=s.base_url)
     titles = {t.id: t.title for t in config.topics}

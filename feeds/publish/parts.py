@@ -9,14 +9,14 @@ of a big publish can be shared between this process and a helper on the other co
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from feeds.publish.paths import ALL
-from feeds.publish.write import Stamp, stamp_of
+from feeds.publish.write import Stamp, file_stamp
 from feeds.state import Store
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class Plan:
         damaged since (by hand, a disk, a sync tool) is rendered anew, never built upon
         (a new item merged into broken bytes would keep a feed invalid for good)."""
         was = self.stamps.get(path.relative_to(self.public).as_posix())
-        return was is not None and stamp_of(path) == was
+        return was is not None and file_stamp(path) == was
 
 
 # A paper's citation, with its BibTeX and RIS entries under the key the state gave it.
@@ -308,13 +308,25 @@ def _on_top(
     return cite.on_top(documents, list(ids[n:]), [plan.cited[pid] for pid in ids[:n]])
 
 
-def give_keys(store: Store, progress: Callable[[str], None]) -> None:
+def give_keys(
+    store: Store, progress: Callable[[str], None], among: Collection[str] | None = None
+) -> None:
     """Give each paper that has no citation key yet its key, for good: its base key (see
     cite.base_key), with a suffix where another paper has it, in order of arrival. Done
-    before anything is rendered (the helper process reads the keys from the state)."""
+    before anything is rendered (the helper process reads the keys from the state).
+
+    `among`: only these papers can lack one (a publish's changed papers: a paper without
+    a key is new, or was marked changed by the upgrade that brought keys); None looks at
+    every paper (a full build), which at a million papers takes a second or two."""
     from feeds.publish import cite
 
-    todo = store.keyless()
+    if among is None:
+        todo = store.keyless()
+    else:
+        keyed = store.citation_keys(list(among))
+        missing = [pid for pid in among if pid not in keyed]
+        seqs = store.seqs_of(missing)
+        todo = sorted((pid for pid in missing if pid in seqs), key=seqs.__getitem__)
     for start in range(0, len(todo), _KEYS_AT_ONCE):
         if len(todo) > _KEYS_AT_ONCE:
             progress(f"publishing: citation keys, {start:,} of {len(todo):,} papers")

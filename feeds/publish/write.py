@@ -60,7 +60,7 @@ def write_file(path: Path, data: bytes) -> tuple[bool, Stamp]:
     return True, _replace(path, data)
 
 
-def stamp_of(path: Path) -> Stamp | None:
+def file_stamp(path: Path) -> Stamp | None:
     """Return a file's stamp (see Stamp), or None if it is not there."""
     try:
         st = path.stat()
